@@ -1,0 +1,27 @@
+# The README and .ci/run call these targets.
+PY ?= python3.11
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint bench
+
+setup: $(BIN)/diagbot
+
+$(BIN)/diagbot: pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $(BIN)/diagbot
+
+demo: setup
+	$(BIN)/diagbot demo
+
+test: setup
+	$(BIN)/pytest
+
+lint: setup
+	$(BIN)/ruff check core bot tests bench
+	$(BIN)/mypy core bot
+
+bench: setup
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -1,0 +1,184 @@
+"""Tool-call evidence: statuses, projections (what the agent sees) and canonical records (harness only)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ToolName(StrEnum):
+    """The three read-only tools the agent may call."""
+
+    LOOKUP_KNOWLEDGE = "lookup_knowledge"
+    QUERY_LOGS = "query_logs"
+    QUERY_MYSQL = "query_mysql"
+
+
+class EvidenceStatus(StrEnum):
+    """What one invocation showed."""
+
+    EVIDENCE_FOUND = "EVIDENCE_FOUND"
+    """The query ran and returned at least one item."""
+    NO_EVIDENCE = "NO_EVIDENCE"
+    """The query ran and matched nothing. Never proof of health."""
+    ERROR = "ERROR"
+    """Invalid arguments, refused, timed out or backend down. Never evidence."""
+
+
+class InvocationState(StrEnum):
+    """Lifecycle of a canonical record."""
+
+    PENDING = "PENDING"
+    READY = "READY"
+    FAILED = "FAILED"
+
+
+class ToolError(BaseModel):
+    """Why an invocation ended in ERROR, in words safe to show the agent."""
+
+    code: str = Field(description="Stable machine code, e.g. INVALID_ARGUMENTS, SQL_REFUSED, TIMEOUT.")
+    message: str = Field(description="One clear sentence for the agent and the operator.")
+
+
+# ---- per-tool projection items -------------------------------------------------------------
+
+
+class KnowledgeBlock(BaseModel):
+    """One runbook section returned by lookup_knowledge."""
+
+    doc: str = Field(description="Path of the document relative to the knowledge folder.")
+    heading: str = Field(description="Heading of the section this block is.")
+    text: str = Field(description="Section text, possibly shortened (then ends with a marker).")
+    score: float = Field(description="Retrieval score; higher is better.")
+
+
+class LogLine(BaseModel):
+    """One log line returned by query_logs."""
+
+    timestamp: str = Field(description="ISO-8601 time of the line.")
+    service: str = Field(description="Service that wrote the line.")
+    level: str = Field(description="ERROR, WARN, INFO or DEBUG.")
+    message: str = Field(description="Log message, possibly shortened (then ends with a marker).")
+    fields: dict[str, Any] = Field(
+        default_factory=dict, description="Other short fields of the line (long ones are omitted)."
+    )
+
+
+# ---- projections ---------------------------------------------------------------------------
+
+
+class ProjectionBase(BaseModel):
+    """Fields every projection has. The projection is the only thing the agent sees of a call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tool_call_id: str = Field(description="The id the agent must cite for this call.")
+    tool_name: ToolName
+    evidence_status: EvidenceStatus
+    count: int = Field(ge=0, description="Total number of matches found by the backend (may exceed items shown).")
+    truncated: bool = Field(default=False, description="True when items or text were cut to fit the bounds.")
+    error: ToolError | None = Field(default=None, description="Set only when evidence_status is ERROR.")
+
+
+class KnowledgeProjection(ProjectionBase):
+    """Projection of a lookup_knowledge call."""
+
+    tool_name: Literal[ToolName.LOOKUP_KNOWLEDGE] = ToolName.LOOKUP_KNOWLEDGE
+    evidence_blocks: list[KnowledgeBlock] = Field(default_factory=list)
+
+
+class LogsProjection(ProjectionBase):
+    """Projection of a query_logs call."""
+
+    tool_name: Literal[ToolName.QUERY_LOGS] = ToolName.QUERY_LOGS
+    window_start: str | None = Field(default=None, description="Effective start of the searched window (ISO-8601).")
+    window_end: str | None = Field(default=None, description="Effective end of the searched window (ISO-8601).")
+    logs: list[LogLine] = Field(default_factory=list)
+
+
+class SqlProjection(ProjectionBase):
+    """Projection of a query_mysql call."""
+
+    tool_name: Literal[ToolName.QUERY_MYSQL] = ToolName.QUERY_MYSQL
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[Any]] = Field(default_factory=list, description="Rows as JSON scalars, possibly capped.")
+
+
+Projection = Annotated[
+    KnowledgeProjection | LogsProjection | SqlProjection, Field(discriminator="tool_name")
+]
+
+
+# ---- what a backend returns before projection ----------------------------------------------
+
+
+class RawResult(BaseModel):
+    """A tool backend's full answer, kept only in the canonical record.
+
+    `items` are JSON objects (knowledge: doc/heading/text/score; logs: timestamp/service/level/message/...;
+    sql: one dict with `columns` and `rows` per result row is NOT used: sql puts columns in `columns`
+    and each row as a list in `rows`).
+    """
+
+    items: list[dict[str, Any]] = Field(default_factory=list)
+    columns: list[str] = Field(default_factory=list, description="query_mysql only.")
+    rows: list[list[Any]] = Field(default_factory=list, description="query_mysql only.")
+    total_count: int = Field(ge=0, description="All matches, even those beyond the limit.")
+    effective_arguments: dict[str, Any] = Field(
+        default_factory=dict, description="Arguments after defaults were applied (e.g. the resolved window)."
+    )
+    notes: dict[str, Any] = Field(
+        default_factory=dict, description="Backend notes: skipped lines, files scanned, row cap hit..."
+    )
+
+
+# ---- canonical record (Redis, harness only) ------------------------------------------------
+
+
+class CanonicalRecord(BaseModel):
+    """The harness's full record of one tool call, keyed by (run_id, tool_call_id)."""
+
+    run_id: str
+    tool_call_id: str
+    tool_name: ToolName
+    arguments: dict[str, Any] = Field(description="Arguments as the model sent them (after JSON decoding).")
+    effective_arguments: dict[str, Any] = Field(
+        default_factory=dict, description="Validated arguments with defaults applied; grounding source."
+    )
+    state: InvocationState
+    evidence_status: EvidenceStatus | None = None
+    raw_result: RawResult | None = None
+    projection: dict[str, Any] | None = Field(default=None, description="The projection JSON exactly as given to the agent.")
+    error: ToolError | None = None
+    started_at: datetime
+    finished_at: datetime | None = None
+    duration_ms: float | None = None
+
+
+class InvocationMeta(BaseModel):
+    """Long-lived audit row of one call (SQL). Never holds raw payloads."""
+
+    run_id: str
+    tool_call_id: str
+    tool_name: ToolName
+    state: InvocationState
+    evidence_status: EvidenceStatus | None
+    count: int = 0
+    raw_bytes: int = 0
+    projection_bytes: int = 0
+    truncated: bool = False
+    duration_ms: float = 0.0
+    error_code: str | None = None
+    started_at: datetime
+
+
+class CallSummary(BaseModel):
+    """One line about a referencable call, given to EvidenceRepair and used for fallbacks."""
+
+    tool_call_id: str
+    tool_name: ToolName
+    evidence_status: EvidenceStatus
+    summary: str = Field(description="One-line safe summary, e.g. 'query_logs service=order-service query=timeout: 37 lines'.")

@@ -1,0 +1,146 @@
+"""Ports: the small protocols the domain is typed against. Real adapters and test doubles implement them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from core.contracts.draft import DiagnosisDraft
+from core.contracts.evidence import CallSummary, CanonicalRecord, InvocationMeta, RawResult, ToolName
+from core.contracts.release import ReleaseOutcome, SemanticVerdict, VerifiedEvidenceSnapshot, Violation
+from core.contracts.run import EventType, RunRecord, TimelineEvent, Turn
+
+
+class CanonicalStore(Protocol):
+    """Canonical tool records keyed by (run_id, tool_call_id); Redis in production, in-process otherwise."""
+
+    async def reserve(self, run_id: str, tool_call_id: str) -> bool:
+        """Claim an id for a run; False if already used in that run."""
+        ...
+
+    async def put(self, record: CanonicalRecord) -> None:
+        """Create or replace a record (with the store's TTL)."""
+        ...
+
+    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, CanonicalRecord | None]:
+        """Read several records of one run in one round trip; missing ones map to None."""
+        ...
+
+    async def list_run(self, run_id: str) -> list[CanonicalRecord]:
+        """All records of a run, in call order."""
+        ...
+
+
+class KeyValueStore(Protocol):
+    """Shared small state: dedup keys, locks, cancel flags."""
+
+    async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool: ...
+
+    async def get(self, key: str) -> str | None: ...
+
+    async def set(self, key: str, value: str, ttl_s: float) -> None: ...
+
+    async def delete(self, key: str) -> None: ...
+
+
+class AuditStore(Protocol):
+    """Long-lived SQL audit: invocation metadata and reasoning (never raw payloads)."""
+
+    async def record_invocation(self, meta: InvocationMeta) -> None: ...
+
+    async def record_reasoning(self, run_id: str, stage: str, step: int, content: str | None) -> None:
+        """Store provider reasoning; None is stored as 'unavailable'."""
+        ...
+
+
+class TimelineStore(Protocol):
+    async def append(self, event: TimelineEvent) -> None: ...
+
+    async def list(self, run_id: str) -> list[TimelineEvent]: ...
+
+
+class RunStore(Protocol):
+    """Runs and the session rule of SPEC §7."""
+
+    async def create(self, run: RunRecord) -> None: ...
+
+    async def update(self, run: RunRecord) -> None: ...
+
+    async def get(self, run_id: str) -> RunRecord | None: ...
+
+    async def latest_published(self, session_key: str) -> RunRecord | None:
+        """The latest run of the session whose intent was DIAGNOSIS and outcome SUCCESS (None otherwise)."""
+        ...
+
+
+class Timeline(Protocol):
+    """What components use to record a timeline event for the current run."""
+
+    async def record(
+        self, type: EventType, summary: dict[str, Any] | None = None, duration_ms: float = 0.0
+    ) -> None: ...
+
+
+class Tool(Protocol):
+    """One read-only tool backend behind the ToolBoundary."""
+
+    name: ToolName
+    args_model: type[BaseModel]
+
+    async def run(self, args: BaseModel) -> RawResult:
+        """Execute validated arguments. Raise ToolFailure for a clear ERROR; any other exception is a bug."""
+        ...
+
+
+class EvidenceRepairer(Protocol):
+    async def repair(
+        self,
+        query: str,
+        draft: DiagnosisDraft,
+        violations: Sequence[Violation],
+        referencable: Sequence[CallSummary],
+    ) -> DiagnosisDraft | None:
+        """At most one repair attempt; None when the repair produced nothing usable."""
+        ...
+
+
+class SemanticJudge(Protocol):
+    async def judge(
+        self, query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot
+    ) -> SemanticVerdict:
+        """One isolated judgement; UNAVAILABLE after bounded retries."""
+        ...
+
+
+class ProgressSink(Protocol):
+    """Receives safe progress updates while a run works (the Slack adapter throttles and renders them)."""
+
+    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
+        """stage: 'routing' | 'tool' | 'drafting' | 'verifying' | 'judging'; detail holds only safe scalars."""
+        ...
+
+
+class ChatServicePort(Protocol):
+    """What the delivery channels (bot/, CLI) call. Implemented by core.chat_service.ChatService."""
+
+    async def handle(self, turn: Turn, progress: ProgressSink | None = None) -> ReleaseOutcome:
+        """Process one user message of a session (turns of one session run one at a time)."""
+        ...
+
+    async def has_session(self, session_key: str) -> bool:
+        """True when the bot has taken part in this thread (so replies there are follow-ups)."""
+        ...
+
+    async def cancel_run(self, run_id: str) -> bool:
+        """Cancel a running run; False if unknown or already finished."""
+        ...
+
+    async def cancel_session(self, session_key: str) -> bool:
+        """Cancel the session's active run ('stop' / 'cancel' reply)."""
+        ...
+
+    async def get_run(self, run_id: str) -> RunRecord | None: ...
+
+    async def timeline(self, run_id: str) -> list[TimelineEvent]: ...

@@ -1,0 +1,56 @@
+"""One settings object, read once at the entrypoint from the environment (SPEC §11) and passed down."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import Field, SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from core.contracts.run import Budgets
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEMO_DATA = REPO_ROOT / "demo" / "data"
+PROMPTS_DIR = REPO_ROOT / "prompts"
+RULES_FILE = Path(__file__).resolve().parent / "guard" / "rules.toml"
+
+
+class Settings(BaseSettings):
+    """Environment configuration. Field names are the environment variable names (case-insensitive)."""
+
+    model_config = SettingsConfigDict(env_prefix="", case_sensitive=False, extra="ignore")
+
+    slack_bot_token: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    slack_api_url: str | None = None
+
+    openai_api_key: SecretStr | None = None
+    openai_base_url: str | None = None
+    diag_model: str | None = None
+    diag_guard_model: str | None = None
+
+    redis_url: str | None = None
+    database_url: str = "sqlite+aiosqlite:///./diag.db"
+
+    diag_logs_path: Path = DEMO_DATA / "logs"
+    diag_knowledge_path: Path = DEMO_DATA / "knowledge"
+    diag_sql_url: str = f"sqlite:///{DEMO_DATA / 'shop.db'}"
+    diag_clock: datetime | None = None
+
+    port: int = 3000
+
+    # Tunables beyond SPEC §11 (all optional).
+    diag_projection_max_bytes: int = 8 * 1024
+    diag_canonical_ttl_s: int = 6 * 3600
+    diag_sql_timeout_s: float = 5.0
+    diag_sql_row_cap: int = 200
+    diag_semantic_input_cap_bytes: int = 96 * 1024
+    diag_rules_file: Path = RULES_FILE
+    diag_prompts_dir: Path = PROMPTS_DIR
+    budgets: Budgets = Field(default_factory=Budgets)
+
+    @property
+    def guard_model(self) -> str | None:
+        return self.diag_guard_model or self.diag_model
