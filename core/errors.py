@@ -10,3 +10,12 @@ class ToolFailure(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+class StoreUnavailable(Exception):
+    """A backing store (Redis, SQL) could not be reached; callers turn it into an ERROR or a FAILURE."""
+
+    def __init__(self, store: str, reason: str) -> None:
+        super().__init__(f"{store} unavailable: {reason}")
+        self.store = store
+        self.reason = reason
