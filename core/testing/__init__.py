@@ -1,0 +1,1 @@
+"""Test doubles shipped with the ports: scripted models, a local OpenAI-compatible server, fixed judges."""
