@@ -1,0 +1,341 @@
+"""ChatService: one user turn in, one ReleaseOutcome out (SPEC §2, §6, §7, §8, §9, §12).
+
+It owns the run lifecycle: the run record and its versions, routing, the previous-turn rule,
+per-session serialisation, cancellation, the hard deadline and the closing timeline event.
+Components it drives are typed against the small protocols below; `core.bootstrap` wires real ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
+
+from core.contracts.draft import DiagnosisDraft
+from core.contracts.release import FallbackMessage, Outcome, PublishedReport, ReleaseOutcome
+from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, TimelineEvent, Turn
+from core.ports import KeyValueStore, ProgressSink, RunStore, Timeline, TimelineStore
+from core.run_context import RunContext
+from core.sessions import SessionGate
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+CHAT_HELP = (
+    "I diagnose incidents from evidence. Ask me e.g. \"why is order-service failing since 23:00?\" "
+    "or \"what does the runbook say about HikariCP pool exhaustion?\". "
+    "I only publish what my read-only tools (logs, database, runbooks) showed; otherwise I say what I observed "
+    "and where I got stuck. Reply \"stop\" in the thread to cancel a running diagnosis."
+)
+
+STOP_REASONS = {
+    "budget_steps": "the step budget ran out before the agent submitted a draft",
+    "budget_tool_calls": "the tool-call budget ran out before the agent submitted a draft",
+    "budget_observation_bytes": "the observation budget ran out before the agent submitted a draft",
+    "budget_deadline": "the run's deadline passed before the agent submitted a draft",
+    "deadline": "the run's deadline passed before the agent submitted a draft",
+    "cancelled": "the run was cancelled",
+    "model_error": "the model could not be reached or kept failing",
+    "wire_format": "the model did not answer in the required format",
+    "no_draft": "the agent ended without submitting a draft",
+}
+
+
+def explain_stop(stop_reason: str) -> str:
+    """Plain words for an agent stop reason (unknown reasons are named, never hidden)."""
+    return STOP_REASONS.get(stop_reason, f"the agent stopped without a draft ({stop_reason})")
+
+
+class IntentRouting(Protocol):
+    async def route(self, text: str) -> Intent: ...
+
+
+class AgentRunResult(Protocol):
+    @property
+    def draft(self) -> DiagnosisDraft | None: ...
+
+    @property
+    def stop_reason(self) -> str: ...
+
+
+class DiagnosisAgentPort(Protocol):
+    async def run(self, ctx: RunContext, previous_report: PublishedReport | None) -> AgentRunResult: ...
+
+
+class ReleasePort(Protocol):
+    async def release(self, ctx: RunContext, draft: DiagnosisDraft) -> ReleaseOutcome: ...
+
+    async def failure(self, ctx: RunContext, reason: str) -> ReleaseOutcome: ...
+
+
+class KnowledgePort(Protocol):
+    async def answer(self, ctx: RunContext) -> ReleaseOutcome:
+        """Answer a knowledge question: SUCCESS with a verified answer or SAFE_FALLBACK KNOWLEDGE_UNVERIFIED."""
+        ...
+
+
+@dataclass(frozen=True)
+class RunVersions:
+    """The versions every run records so it can be explained and replayed."""
+
+    prompt_hashes: dict[str, str] = field(default_factory=dict)
+    rule_set_version: str = ""
+    models: dict[str, str] = field(default_factory=dict)
+
+
+class RunCancelled(Exception):
+    """The run's cancel event fired."""
+
+
+class _SafeProgress:
+    """Forwards progress updates; a failing sink (e.g. Slack down) never breaks a run."""
+
+    def __init__(self, sink: ProgressSink) -> None:
+        self._sink = sink
+
+    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
+        try:
+            await self._sink.update(run_id, stage, detail)
+        except Exception as exc:
+            log.warning("progress update failed for %s: %s", run_id, type(exc).__name__)
+
+
+def new_run_id() -> str:
+    """A fresh run id: run_<32 hex>."""
+    return f"run_{uuid.uuid4().hex}"
+
+
+class ChatService:
+    """Implements ChatServicePort over the router, agent, release and knowledge path."""
+
+    def __init__(
+        self,
+        *,
+        router: IntentRouting,
+        agent: DiagnosisAgentPort,
+        release: ReleasePort,
+        knowledge: KnowledgePort,
+        runs: RunStore,
+        timeline_store: TimelineStore,
+        timeline_factory: Callable[[str], Timeline],
+        kv: KeyValueStore,
+        versions: RunVersions,
+        budgets: Budgets | None = None,
+        gate: SessionGate | None = None,
+    ) -> None:
+        self._router = router
+        self._agent = agent
+        self._release = release
+        self._knowledge = knowledge
+        self._runs = runs
+        self._timeline_store = timeline_store
+        self._timeline_factory = timeline_factory
+        self._kv = kv
+        self._versions = versions
+        self._budgets = budgets or Budgets()
+        self._gate = gate or SessionGate(kv, run_deadline_s=self._budgets.deadline_s)
+
+    # ---- ChatServicePort ---------------------------------------------------------------------
+
+    async def handle(self, turn: Turn, progress: ProgressSink | None = None) -> ReleaseOutcome:
+        """Process one turn; never raises for anything that happens inside the run."""
+        session_key = turn.session.as_str()
+        run_id = new_run_id()
+        async with self._gate.turn(session_key, run_id):
+            return await self._run_turn(run_id, turn, _SafeProgress(progress) if progress else None)
+
+    async def has_session(self, session_key: str) -> bool:
+        """True when any run exists for this session."""
+        return await self._kv.get(_session_seen_key(session_key)) is not None or await _store_has_session(
+            self._runs, session_key
+        )
+
+    async def cancel_run(self, run_id: str) -> bool:
+        """Cancel a running run; False if unknown or already finished."""
+        return await self._gate.cancel_run(run_id)
+
+    async def cancel_session(self, session_key: str) -> bool:
+        """Cancel the session's active run."""
+        return await self._gate.cancel_session(session_key)
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        """The run record, or None."""
+        return await self._runs.get(run_id)
+
+    async def timeline(self, run_id: str) -> list[TimelineEvent]:
+        """The run's ordered timeline events."""
+        return await self._timeline_store.list(run_id)
+
+    # ---- one run -----------------------------------------------------------------------------
+
+    async def _run_turn(self, run_id: str, turn: Turn, progress: ProgressSink | None) -> ReleaseOutcome:
+        session_key = turn.session.as_str()
+        ctx = RunContext(
+            run_id=run_id,
+            session_key=session_key,
+            query=turn.text,
+            timeline=self._timeline_factory(run_id),
+            budgets=self._budgets,
+            progress=progress,
+        )
+        record = RunRecord(
+            run_id=run_id,
+            session_key=session_key,
+            team=turn.session.team,
+            channel=turn.session.channel,
+            user=turn.user,
+            query=turn.text,
+            prompt_hashes=dict(self._versions.prompt_hashes),
+            rule_set_version=self._versions.rule_set_version,
+            models=dict(self._versions.models),
+            started_at=datetime.now(UTC),
+        )
+        await self._runs.create(record)
+        await self._kv.set(_session_seen_key(session_key), run_id, SESSION_SEEN_TTL_S)
+        await ctx.timeline.record(EventType.RUN_STARTED, {"session_turn": True, "query_chars": len(turn.text)})
+        async with self._gate.active(session_key, run_id, ctx.cancelled):
+            outcome, status = await self._guarded(ctx, record)
+        record.intent = record.intent or outcome.intent
+        record.outcome = outcome.outcome.value
+        record.fallback_type = outcome.fallback_type.value if outcome.fallback_type else None
+        record.status = status
+        record.finished_at = datetime.now(UTC)
+        if record.intent == Intent.DIAGNOSIS.value and outcome.outcome is Outcome.SUCCESS and outcome.report:
+            record.published_report = outcome.report.model_dump(mode="json")
+        await self._finish(ctx, record, outcome)
+        return outcome
+
+    async def _guarded(self, ctx: RunContext, record: RunRecord) -> tuple[ReleaseOutcome, RunStatus]:
+        """Run the turn with cancellation and the hard deadline; map every way out to an outcome."""
+        try:
+            outcome = await self._until_cancelled(ctx, self._dispatch(ctx, record))
+        except RunCancelled:
+            return await self._failure(ctx, record, "the run was cancelled"), RunStatus.CANCELLED
+        except TimeoutError:
+            return await self._failure(ctx, record, "the run's deadline passed"), RunStatus.FAILED
+        except Exception as exc:
+            log.error("run %s failed unexpectedly: %s", ctx.run_id, type(exc).__name__)
+            log.debug("run %s failure details", ctx.run_id, exc_info=True)
+            return await self._failure(ctx, record, "an internal error stopped the run"), RunStatus.FAILED
+        status = RunStatus.FAILED if outcome.outcome is Outcome.FAILURE else RunStatus.FINISHED
+        return outcome, status
+
+    async def _until_cancelled(self, ctx: RunContext, work: Awaitable[T]) -> T:
+        """Await work unless the cancel event fires first (RunCancelled) or the deadline passes (TimeoutError)."""
+        task = asyncio.ensure_future(work)
+        stop = asyncio.ensure_future(ctx.cancelled.wait())
+        try:
+            async with asyncio.timeout(ctx.seconds_left()):
+                done, _ = await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pending in (stop, task):
+                if not pending.done():
+                    pending.cancel()
+            await asyncio.gather(stop, task, return_exceptions=True)
+        if task in done and not task.cancelled():
+            return task.result()
+        raise RunCancelled
+
+    async def _dispatch(self, ctx: RunContext, record: RunRecord) -> ReleaseOutcome:
+        intent = await self._route(ctx)
+        record.intent = intent.value
+        if intent is Intent.CHAT:
+            return ReleaseOutcome(run_id=ctx.run_id, intent="CHAT", outcome=Outcome.SUCCESS, chat_text=CHAT_HELP)
+        if intent is Intent.KNOWLEDGE:
+            outcome = await self._knowledge.answer(ctx)
+            return outcome.model_copy(update={"intent": "KNOWLEDGE", "run_id": ctx.run_id})
+        return await self._diagnose(ctx)
+
+    async def _route(self, ctx: RunContext) -> Intent:
+        if ctx.progress:
+            await ctx.progress.update(ctx.run_id, "routing")
+        started = time.monotonic()
+        try:
+            intent = await self._router.route(ctx.query)
+            routed_by = "router"
+        except Exception as exc:
+            # A broken router must not lose the question: diagnosis is the safe default.
+            log.warning("router failed for %s: %s", ctx.run_id, type(exc).__name__)
+            intent, routed_by = Intent.DIAGNOSIS, "default_after_router_error"
+        elapsed_ms = (time.monotonic() - started) * 1000
+        await ctx.timeline.record(EventType.INTENT_ROUTED, {"intent": intent.value, "by": routed_by}, elapsed_ms)
+        return intent
+
+    async def _diagnose(self, ctx: RunContext) -> ReleaseOutcome:
+        previous = await self._previous_report(ctx.session_key)
+        result = await self._agent.run(ctx, previous)
+        if result.draft is None:
+            return await self._release.failure(ctx, explain_stop(result.stop_reason))
+        draft = result.draft
+        await ctx.timeline.record(
+            EventType.DRAFT_SUBMITTED,
+            {
+                "analyses": len(draft.analysis),
+                "has_conclusion": draft.conclusion is not None,
+                "actions": len(draft.action_plan),
+                "recommendations": len(draft.recommendations),
+                "stop_reason": result.stop_reason,
+            },
+        )
+        if ctx.progress:
+            await ctx.progress.update(ctx.run_id, "verifying")
+        return await self._release.release(ctx, draft)
+
+    async def _previous_report(self, session_key: str) -> PublishedReport | None:
+        latest = await self._runs.latest_published(session_key)
+        if latest is None or latest.published_report is None:
+            return None
+        return PublishedReport.model_validate(latest.published_report)
+
+    async def _failure(self, ctx: RunContext, record: RunRecord, reason: str) -> ReleaseOutcome:
+        """FAILURE with observed facts; if even that breaks, a plain FAILURE without facts."""
+        intent = record.intent or Intent.DIAGNOSIS.value
+        try:
+            outcome = await asyncio.wait_for(self._release.failure(ctx, reason), timeout=FAILURE_BUILD_TIMEOUT_S)
+        except Exception as exc:
+            log.error("building the failure message of %s failed: %s", ctx.run_id, type(exc).__name__)
+            outcome = ReleaseOutcome(
+                run_id=ctx.run_id,
+                outcome=Outcome.FAILURE,
+                fallback=FallbackMessage(
+                    stage="the run could not finish", reason=reason, next_steps=["Ask again in a moment."]
+                ),
+            )
+        return outcome.model_copy(update={"intent": intent, "fallback_type": None})
+
+    async def _finish(self, ctx: RunContext, record: RunRecord, outcome: ReleaseOutcome) -> None:
+        end = {
+            RunStatus.CANCELLED: EventType.RUN_CANCELLED,
+            RunStatus.FAILED: EventType.RUN_FAILED,
+        }.get(record.status, EventType.RUN_FINISHED)
+        elapsed_ms = (time.monotonic() - ctx.started_monotonic) * 1000
+        summary: dict[str, Any] = {"intent": record.intent, "outcome": record.outcome}
+        if record.fallback_type:
+            summary["fallback_type"] = record.fallback_type
+        try:
+            await ctx.timeline.record(end, summary, elapsed_ms)
+            await self._runs.update(record)
+        except Exception as exc:
+            log.error("persisting the end of %s failed: %s", ctx.run_id, type(exc).__name__)
+
+
+SESSION_SEEN_TTL_S = 30 * 24 * 3600.0
+FAILURE_BUILD_TIMEOUT_S = 10.0
+
+
+def _session_seen_key(session_key: str) -> str:
+    return f"session-seen:{session_key}"
+
+
+async def _store_has_session(runs: RunStore, session_key: str) -> bool:
+    """Ask the run store when it can answer (durable across restarts); else the published-report lookup."""
+    has_session = getattr(runs, "has_session", None)
+    if has_session is not None:
+        return bool(await has_session(session_key))
+    return await runs.latest_published(session_key) is not None

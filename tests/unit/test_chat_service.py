@@ -1,0 +1,403 @@
+"""ChatService lifecycle with small in-test doubles: routing, previous-turn rule, serialisation, cancel, deadline."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from core.chat_service import CHAT_HELP, ChatService, RunVersions
+from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft, Limitations
+from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.release import (
+    EvidenceSource,
+    FallbackMessage,
+    FallbackType,
+    KnowledgeResult,
+    Outcome,
+    PublishedReport,
+    ReleaseOutcome,
+)
+from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, SessionKey, TimelineEvent, Turn
+from core.run_context import RunContext
+from core.sessions import SessionGate, cancel_key
+
+# ---- doubles ------------------------------------------------------------------------------
+
+
+class MemoryKV:
+    """Dict-backed KeyValueStore (TTL ignored: tests are short)."""
+
+    def __init__(self) -> None:
+        self.data: dict[str, str] = {}
+
+    async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool:
+        if key in self.data:
+            return False
+        self.data[key] = value
+        return True
+
+    async def get(self, key: str) -> str | None:
+        return self.data.get(key)
+
+    async def set(self, key: str, value: str, ttl_s: float) -> None:
+        self.data[key] = value
+
+    async def delete(self, key: str) -> None:
+        self.data.pop(key, None)
+
+
+class MemoryRuns:
+    def __init__(self) -> None:
+        self.runs: dict[str, RunRecord] = {}
+
+    async def create(self, run: RunRecord) -> None:
+        self.runs[run.run_id] = run.model_copy(deep=True)
+
+    async def update(self, run: RunRecord) -> None:
+        self.runs[run.run_id] = run.model_copy(deep=True)
+
+    async def get(self, run_id: str) -> RunRecord | None:
+        return self.runs.get(run_id)
+
+    async def latest_published(self, session_key: str) -> RunRecord | None:
+        done = [r for r in self.runs.values() if r.session_key == session_key and r.intent == "DIAGNOSIS"
+                and r.outcome == "SUCCESS"]
+        return max(done, key=lambda r: r.started_at) if done else None
+
+
+class MemoryTimeline:
+    def __init__(self) -> None:
+        self.events: dict[str, list[TimelineEvent]] = defaultdict(list)
+
+    async def append(self, event: TimelineEvent) -> None:
+        self.events[event.run_id].append(event)
+
+    async def list(self, run_id: str) -> list[TimelineEvent]:
+        return list(self.events[run_id])
+
+
+@dataclass
+class RunTimelineDouble:
+    run_id: str
+    store: MemoryTimeline
+
+    async def record(self, type: EventType, summary: dict[str, Any] | None = None, duration_ms: float = 0.0) -> None:
+        seq = len(self.store.events[self.run_id])
+        await self.store.append(TimelineEvent(run_id=self.run_id, seq=seq, type=type, at=datetime.now(UTC),
+                                              duration_ms=duration_ms, summary=summary or {}))
+
+
+class Router:
+    def __init__(self, intent: Intent | Exception = Intent.DIAGNOSIS) -> None:
+        self.intent = intent
+
+    async def route(self, text: str) -> Intent:
+        if isinstance(self.intent, Exception):
+            raise self.intent
+        return self.intent
+
+
+@dataclass
+class Result:
+    draft: DiagnosisDraft | None
+    stop_reason: str
+
+
+def a_draft(call_id: str = "call_1") -> DiagnosisDraft:
+    return DiagnosisDraft(
+        analysis=[Analysis(analysis_id="a1", kind=AnalysisKind.NORMAL, text="pool exhausted", tool_call_ids=[call_id])],
+        limitations=Limitations(scope="order-service logs"),
+    )
+
+
+@dataclass
+class Agent:
+    """Returns a draft (or none) after an optional delay; records what it saw."""
+
+    draft: DiagnosisDraft | None = field(default_factory=a_draft)
+    stop_reason: str = "submitted"
+    delay_s: float = 0.0
+    raise_exc: Exception | None = None
+    seen_previous: list[PublishedReport | None] = field(default_factory=list)
+    active: int = 0
+    max_active: int = 0
+
+    async def run(self, ctx: RunContext, previous_report: PublishedReport | None) -> Result:
+        self.seen_previous.append(previous_report)
+        self.active += 1
+        self.max_active = max(self.max_active, self.active)
+        try:
+            await asyncio.sleep(self.delay_s)
+            if self.raise_exc:
+                raise self.raise_exc
+            return Result(self.draft, self.stop_reason)
+        finally:
+            self.active -= 1
+
+
+class Release:
+    def __init__(self, outcome: Outcome = Outcome.SUCCESS, fallback_type: FallbackType | None = None) -> None:
+        self.outcome = outcome
+        self.fallback_type = fallback_type
+        self.failures: list[str] = []
+
+    async def release(self, ctx: RunContext, draft: DiagnosisDraft) -> ReleaseOutcome:
+        report = None
+        if self.outcome is Outcome.SUCCESS:
+            report = PublishedReport(run_id=ctx.run_id, draft=draft, sources=[EvidenceSource(
+                tool_call_id="call_1", tool_name=ToolName.QUERY_LOGS, evidence_status=EvidenceStatus.EVIDENCE_FOUND,
+                label="query_logs")])
+        return ReleaseOutcome(run_id=ctx.run_id, outcome=self.outcome, fallback_type=self.fallback_type, report=report,
+                              fallback=None if report else FallbackMessage(stage="semantic check"))
+
+    async def failure(self, ctx: RunContext, reason: str) -> ReleaseOutcome:
+        self.failures.append(reason)
+        return ReleaseOutcome(run_id=ctx.run_id, outcome=Outcome.FAILURE,
+                              fallback=FallbackMessage(stage="no draft", reason=reason))
+
+
+class Knowledge:
+    def __init__(self, verified: bool) -> None:
+        self.verified = verified
+
+    async def answer(self, ctx: RunContext) -> ReleaseOutcome:
+        if self.verified:
+            return ReleaseOutcome(run_id=ctx.run_id, outcome=Outcome.SUCCESS, knowledge=KnowledgeResult())
+        return ReleaseOutcome(run_id=ctx.run_id, outcome=Outcome.SAFE_FALLBACK,
+                              fallback_type=FallbackType.KNOWLEDGE_UNVERIFIED, knowledge=KnowledgeResult())
+
+
+@dataclass
+class Rig:
+    service: ChatService
+    agent: Agent
+    release: Release
+    runs: MemoryRuns
+    kv: MemoryKV
+    timeline: MemoryTimeline
+
+
+def make_rig(*, router: Router | None = None, agent: Agent | None = None, release: Release | None = None,
+             knowledge: Knowledge | None = None, budgets: Budgets | None = None, kv: MemoryKV | None = None) -> Rig:
+    kv = kv or MemoryKV()
+    runs, timeline = MemoryRuns(), MemoryTimeline()
+    agent = agent or Agent()
+    release = release or Release()
+    budgets = budgets or Budgets()
+    service = ChatService(
+        router=router or Router(), agent=agent, release=release, knowledge=knowledge or Knowledge(True), runs=runs,
+        timeline_store=timeline, timeline_factory=lambda run_id: RunTimelineDouble(run_id, timeline), kv=kv,
+        versions=RunVersions(prompt_hashes={"agent": "abc"}, rule_set_version="r1", models={"agent": "m"}),
+        budgets=budgets, gate=SessionGate(kv, run_deadline_s=budgets.deadline_s, lock_poll_s=0.005, cancel_poll_s=0.01),
+    )
+    return Rig(service, agent, release, runs, kv, timeline)
+
+
+def turn(text: str = "why is order-service failing?", thread: str = "t1") -> Turn:
+    return Turn(session=SessionKey(team="T", channel="C", thread_ts=thread), text=text, user="U", message_ts="1.0")
+
+
+def types(events: list[TimelineEvent]) -> list[EventType]:
+    return [e.type for e in events]
+
+
+# ---- tests --------------------------------------------------------------------------------
+
+
+async def test_diagnosis_success_persists_run_versions_and_published_report() -> None:
+    """A SUCCESS diagnosis stores its versions, outcome and published report, and ends with RUN_FINISHED."""
+    rig = make_rig()
+    outcome = await rig.service.handle(turn())
+    assert outcome.outcome is Outcome.SUCCESS
+    assert outcome.run_id.startswith("run_")
+    run = await rig.service.get_run(outcome.run_id)
+    assert run is not None
+    assert (run.intent, run.outcome, run.status) == ("DIAGNOSIS", "SUCCESS", RunStatus.FINISHED)
+    assert run.prompt_hashes == {"agent": "abc"}
+    assert run.rule_set_version == "r1"
+    assert run.models == {"agent": "m"}
+    assert run.published_report is not None
+    assert run.finished_at is not None
+    assert types(await rig.service.timeline(outcome.run_id)) == [
+        EventType.RUN_STARTED, EventType.INTENT_ROUTED, EventType.DRAFT_SUBMITTED, EventType.RUN_FINISHED]
+
+
+async def test_no_draft_goes_to_release_failure_with_plain_stop_reason() -> None:
+    """Without a draft the outcome is FAILURE and the reason names the exhausted budget in words."""
+    rig = make_rig(agent=Agent(draft=None, stop_reason="budget_tool_calls"))
+    outcome = await rig.service.handle(turn())
+    assert outcome.outcome is Outcome.FAILURE
+    assert rig.release.failures == ["the tool-call budget ran out before the agent submitted a draft"]
+    run = await rig.service.get_run(outcome.run_id)
+    assert run is not None
+    assert run.status is RunStatus.FAILED
+    assert run.published_report is None
+    assert types(await rig.service.timeline(outcome.run_id))[-1] is EventType.RUN_FAILED
+
+
+async def test_follow_up_sees_only_latest_published_success() -> None:
+    """The previous report is the last DIAGNOSIS SUCCESS; a later fallback does not replace or erase it."""
+    rig = make_rig()
+    first = await rig.service.handle(turn())
+    rig.release.outcome, rig.release.fallback_type = Outcome.SAFE_FALLBACK, FallbackType.SEMANTIC_UNSUPPORTED
+    await rig.service.handle(turn("and now?"))
+    await rig.service.handle(turn("and the db?"))
+    assert rig.agent.seen_previous[0] is None
+    assert rig.agent.seen_previous[1] is not None
+    assert rig.agent.seen_previous[1].run_id == first.run_id
+    assert rig.agent.seen_previous[2] is not None
+    assert rig.agent.seen_previous[2].run_id == first.run_id
+
+
+async def test_other_sessions_do_not_share_previous_reports() -> None:
+    """A published report of one thread never reaches a turn of another thread."""
+    rig = make_rig()
+    await rig.service.handle(turn(thread="a"))
+    await rig.service.handle(turn(thread="b"))
+    assert rig.agent.seen_previous == [None, None]
+
+
+async def test_chat_intent_answers_help_without_agent() -> None:
+    """CHAT ends SUCCESS with the help text and never runs the agent."""
+    rig = make_rig(router=Router(Intent.CHAT))
+    outcome = await rig.service.handle(turn("hello"))
+    assert (outcome.intent, outcome.outcome, outcome.chat_text) == ("CHAT", Outcome.SUCCESS, CHAT_HELP)
+    assert rig.agent.seen_previous == []
+    run = await rig.service.get_run(outcome.run_id)
+    assert run is not None
+    assert run.published_report is None
+
+
+@pytest.mark.parametrize(("verified", "expected"), [(True, Outcome.SUCCESS), (False, Outcome.SAFE_FALLBACK)])
+async def test_knowledge_intent_uses_knowledge_path(verified: bool, expected: Outcome) -> None:
+    """KNOWLEDGE turns go to the knowledge path and never carry forward as a published report."""
+    rig = make_rig(router=Router(Intent.KNOWLEDGE), knowledge=Knowledge(verified))
+    outcome = await rig.service.handle(turn("what does the runbook say?"))
+    assert (outcome.intent, outcome.outcome) == ("KNOWLEDGE", expected)
+    run = await rig.service.get_run(outcome.run_id)
+    assert run is not None
+    assert run.intent == "KNOWLEDGE"
+    assert run.published_report is None
+    assert await rig.runs.latest_published("T:C:t1") is None
+
+
+async def test_router_failure_falls_back_to_diagnosis_with_the_question() -> None:
+    """A raising router routes to DIAGNOSIS and the agent still gets the user's question."""
+    rig = make_rig(router=Router(RuntimeError("router down")))
+    outcome = await rig.service.handle(turn())
+    assert outcome.outcome is Outcome.SUCCESS
+    events = await rig.service.timeline(outcome.run_id)
+    routed = next(e for e in events if e.type is EventType.INTENT_ROUTED)
+    assert routed.summary == {"intent": "DIAGNOSIS", "by": "default_after_router_error"}
+
+
+async def test_unexpected_exception_becomes_failure_without_leaking_it() -> None:
+    """A bug inside the run ends in FAILURE with a safe reason; the exception text is not shown."""
+    rig = make_rig(agent=Agent(raise_exc=RuntimeError("SECRET-PAYLOAD")))
+    outcome = await rig.service.handle(turn())
+    assert outcome.outcome is Outcome.FAILURE
+    assert "SECRET-PAYLOAD" not in outcome.model_dump_json()
+    assert rig.release.failures == ["an internal error stopped the run"]
+    timeline = await rig.service.timeline(outcome.run_id)
+    assert "SECRET-PAYLOAD" not in str([e.summary for e in timeline])
+    assert types(timeline)[-1] is EventType.RUN_FAILED
+
+
+async def test_turns_of_one_session_run_one_at_a_time() -> None:
+    """Concurrent turns in one session never overlap; different sessions do run in parallel."""
+    rig = make_rig(agent=Agent(delay_s=0.05))
+    await asyncio.gather(*(rig.service.handle(turn(f"q{i}")) for i in range(4)))
+    assert rig.agent.max_active == 1
+    rig.agent.max_active = 0
+    await asyncio.gather(*(rig.service.handle(turn(thread=f"s{i}")) for i in range(4)))
+    assert rig.agent.max_active == 4
+    assert not [k for k in rig.kv.data if k.startswith("session-lock:")]
+
+
+async def test_shared_kv_lock_serialises_two_services() -> None:
+    """Two ChatService instances sharing one KV store (two processes) also serialise a session's turns."""
+    kv = MemoryKV()
+    agent = Agent(delay_s=0.05)
+    one, two = make_rig(agent=agent, kv=kv), make_rig(agent=agent, kv=kv)
+    await asyncio.gather(one.service.handle(turn("a")), two.service.handle(turn("b")), one.service.handle(turn("c")))
+    assert agent.max_active == 1
+
+
+async def test_cancel_run_stops_the_run_and_records_cancelled() -> None:
+    """cancel_run ends a running run as FAILURE (cancelled) with RUN_CANCELLED; a second cancel returns False."""
+    rig = make_rig(agent=Agent(delay_s=5))
+    task = asyncio.create_task(rig.service.handle(turn()))
+    run_id = await _wait_running(rig)
+    assert await rig.service.cancel_run(run_id) is True
+    outcome = await asyncio.wait_for(task, 2)
+    assert outcome.outcome is Outcome.FAILURE
+    assert rig.release.failures == ["the run was cancelled"]
+    run = await rig.service.get_run(run_id)
+    assert run is not None
+    assert run.status is RunStatus.CANCELLED
+    assert types(await rig.service.timeline(run_id))[-1] is EventType.RUN_CANCELLED
+    assert await rig.service.cancel_run(run_id) is False
+    assert await rig.service.cancel_run("run_unknown") is False
+
+
+async def test_cancel_session_cancels_its_active_run() -> None:
+    """A 'stop' in the thread cancels the session's running run; an idle session has nothing to cancel."""
+    rig = make_rig(agent=Agent(delay_s=5))
+    task = asyncio.create_task(rig.service.handle(turn()))
+    await _wait_running(rig)
+    assert await rig.service.cancel_session("T:C:other") is False
+    assert await rig.service.cancel_session("T:C:t1") is True
+    assert (await asyncio.wait_for(task, 2)).outcome is Outcome.FAILURE
+
+
+async def test_cancel_from_another_process_through_the_kv_flag() -> None:
+    """A second service sharing the KV cancels a run it does not host, via the cancel flag the run polls."""
+    kv = MemoryKV()
+    host, other = make_rig(agent=Agent(delay_s=5), kv=kv), make_rig(kv=kv)
+    task = asyncio.create_task(host.service.handle(turn()))
+    run_id = await _wait_running(host)
+    assert await other.service.cancel_run(run_id) is True
+    outcome = await asyncio.wait_for(task, 2)
+    assert outcome.outcome is Outcome.FAILURE
+    assert cancel_key(run_id) not in kv.data
+
+
+async def test_hard_deadline_ends_a_hanging_run() -> None:
+    """A run that outlives its deadline is stopped and ends FAILURE with the deadline named."""
+    rig = make_rig(agent=Agent(delay_s=5), budgets=Budgets(deadline_s=0.2))
+    outcome = await asyncio.wait_for(rig.service.handle(turn()), 2)
+    assert outcome.outcome is Outcome.FAILURE
+    assert rig.release.failures == ["the run's deadline passed"]
+    assert types(await rig.service.timeline(outcome.run_id))[-1] is EventType.RUN_FAILED
+
+
+async def test_has_session_after_first_turn() -> None:
+    """has_session is False for a new thread and True once any run exists there (even a CHAT one)."""
+    rig = make_rig(router=Router(Intent.CHAT))
+    assert await rig.service.has_session("T:C:t1") is False
+    await rig.service.handle(turn("hi"))
+    assert await rig.service.has_session("T:C:t1") is True
+
+
+async def test_failing_progress_sink_does_not_break_the_run() -> None:
+    """A progress sink that raises (Slack down) is ignored; the turn still completes."""
+
+    class Broken:
+        async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
+            raise ConnectionError("slack down")
+
+    rig = make_rig()
+    assert (await rig.service.handle(turn(), Broken())).outcome is Outcome.SUCCESS
+
+
+async def _wait_running(rig: Rig) -> str:
+    for _ in range(200):
+        if rig.agent.active:
+            return next(r.run_id for r in rig.runs.runs.values() if r.status is RunStatus.RUNNING)
+        await asyncio.sleep(0.01)
+    raise AssertionError("run never started")
