@@ -1,0 +1,62 @@
+"""EvidenceGuard: deterministic proof that a draft's citations are this run's real, consistent, grounded calls."""
+
+from __future__ import annotations
+
+from core.contracts.draft import DiagnosisDraft
+from core.contracts.release import GuardResult, Severity, VerifiedEvidenceSnapshot, Violation
+from core.guard.checks import CHECKS
+from core.guard.inputs import GuardInput, cited_ids
+from core.guard.rules import RuleSet
+from core.ports import CanonicalStore
+
+
+class GuardUnavailable(Exception):
+    """The canonical store could not be read, so nothing can be verified (never treated as valid)."""
+
+
+class EvidenceGuard:
+    """Runs the enabled rules of a RuleSet over a draft; no model, no rewriting."""
+
+    def __init__(self, canonical: CanonicalStore, rules: RuleSet) -> None:
+        unimplemented = sorted(set(rules.rules) - set(CHECKS))
+        if unimplemented:
+            raise ValueError(f"rules without a check: {unimplemented}")
+        self._canonical = canonical
+        self._rules = rules
+
+    @property
+    def rule_set_version(self) -> str:
+        """The version of the rules file this guard checks under."""
+        return self._rules.rule_set_version
+
+    async def check(self, run_id: str, draft: DiagnosisDraft) -> GuardResult:
+        """Check a draft against this run's canonical records (one batched read); raise GuardUnavailable if unreadable."""
+        ids = cited_ids(draft)
+        records = {}
+        if ids:
+            try:
+                records = await self._canonical.get_many(run_id, ids)
+            except Exception as exc:
+                raise GuardUnavailable(f"canonical store unreadable ({type(exc).__name__})") from exc
+        data = GuardInput.build(run_id, draft, self._rules, records)
+        violations: list[Violation] = []
+        warnings: list[Violation] = []
+        for rule in self._rules.enabled_rules():
+            sink = warnings if rule.severity is Severity.WARN else violations
+            for finding in CHECKS[rule.id](data):
+                sink.append(
+                    Violation(
+                        code=finding.code, path=finding.path, message=finding.message, severity=rule.severity, rule_id=rule.id
+                    )
+                )
+        if violations:
+            return GuardResult(valid=False, violations=violations, warnings=warnings)
+        cited = [cid for cid in ids if cid in data.usable]
+        snapshot = VerifiedEvidenceSnapshot(
+            run_id=run_id,
+            projections={cid: dict(data.usable[cid].projection or {}) for cid in cited},
+            effective_arguments={cid: dict(data.usable[cid].effective_arguments) for cid in cited},
+            rule_set_version=self._rules.rule_set_version,
+            warnings=warnings,
+        )
+        return GuardResult(valid=True, snapshot=snapshot, warnings=warnings)
