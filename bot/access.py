@@ -1,0 +1,65 @@
+"""Who may see a run: users of the run's team who are members of the run's channel (cached briefly)."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from core.contracts.run import RunRecord
+from core.ports import ChatServicePort
+
+log = logging.getLogger(__name__)
+
+MEMBERS_TTL_S = 60.0
+# One text for unknown ids and refusals, so a denial reveals nothing about whether the run exists.
+DENIAL = "No run with that id is available to you."
+
+
+class ChannelMembers:
+    """conversations.members with pagination, cached per channel for a short time in this process."""
+
+    def __init__(self, client: AsyncWebClient, ttl_s: float = MEMBERS_TTL_S) -> None:
+        self._client = client
+        self._ttl_s = ttl_s
+        self._cache: dict[str, tuple[float, frozenset[str]]] = {}
+
+    async def members(self, channel: str) -> frozenset[str]:
+        """All member ids of a channel (empty when Slack refuses, e.g. the bot is not in it)."""
+        hit = self._cache.get(channel)
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]
+        found: set[str] = set()
+        cursor: str | None = None
+        try:
+            while True:
+                resp = await self._client.conversations_members(channel=channel, cursor=cursor, limit=200)
+                found.update(resp.get("members") or [])
+                cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None
+                if not cursor:
+                    break
+        except SlackApiError as exc:
+            log.warning("conversations.members failed: %s", exc.response.get("error"))
+            return frozenset()
+        result = frozenset(found)
+        self._cache[channel] = (time.monotonic() + self._ttl_s, result)
+        return result
+
+
+class RunAccess:
+    """Resolves a run id for a user, or None (unknown and forbidden look the same)."""
+
+    def __init__(self, chat: ChatServicePort, members: ChannelMembers) -> None:
+        self._chat = chat
+        self._members = members
+
+    async def run_for(self, run_id: str, team: str, user: str) -> RunRecord | None:
+        """The run when `user` of `team` may see it, else None."""
+        run = await self._chat.get_run(run_id)
+        if run is None or run.team != team or not user:
+            return None
+        if user not in await self._members.members(run.channel):
+            return None
+        return run

@@ -1,0 +1,23 @@
+"""Interactive buttons: "View trace" shows the run's timeline ephemerally, with the same authorisation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+
+from bot.commands import trace_message
+from bot.deps import BotDeps
+from bot.render.footer import VIEW_TRACE_ACTION
+
+
+def register_actions(app: AsyncApp, deps: BotDeps) -> None:
+    """Attach the view_trace action listener."""
+
+    @app.action(VIEW_TRACE_ACTION)
+    async def on_view_trace(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        team = (body.get("team") or {}).get("id", "")
+        user = (body.get("user") or {}).get("id", "")
+        msg = await trace_message(deps, str(action.get("value") or ""), team, user)
+        await respond(response_type="ephemeral", replace_original=False, **msg)

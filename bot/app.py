@@ -1,0 +1,80 @@
+"""The Slack app factory: no global app at import; everything it needs is passed in (SPEC §10)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.http_retry.builtin_async_handlers import (
+    AsyncConnectionErrorRetryHandler,
+    AsyncRateLimitErrorRetryHandler,
+    AsyncServerErrorRetryHandler,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.access import ChannelMembers, RunAccess
+from bot.actions import register_actions
+from bot.commands import register_commands
+from bot.dedup import Deduplicator
+from bot.deps import BotDeps
+from bot.events import register_events
+from bot.progress import MIN_INTERVAL_S
+from bot.turns import TurnRunner
+from core.ports import ChatServicePort, KeyValueStore
+from core.settings import Settings
+
+SLACK_API_DEFAULT = "https://slack.com/api/"
+
+
+def build_client(settings: Settings) -> AsyncWebClient:
+    """Web API client: base URL from SLACK_API_URL, retries for 429 (Retry-After), 5xx and connection errors."""
+    base_url = settings.slack_api_url or SLACK_API_DEFAULT
+    if not base_url.endswith("/"):
+        base_url += "/"
+    token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+    return AsyncWebClient(
+        token=token,
+        base_url=base_url,
+        retry_handlers=[
+            AsyncRateLimitErrorRetryHandler(max_retry_count=3),
+            AsyncServerErrorRetryHandler(max_retry_count=2),
+            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+        ],
+    )
+
+
+@dataclass
+class SlackBot:
+    """The Bolt app plus the state its listeners share (tests wait on `deps.runner`)."""
+
+    app: AsyncApp
+    deps: BotDeps
+
+    async def aclose(self, timeout_s: float = 10.0) -> None:
+        """Let running turns finish (bounded), then cancel them."""
+        await self.deps.runner.aclose(timeout_s)
+
+
+def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, client: AsyncWebClient | None = None,
+              progress_interval_s: float = MIN_INTERVAL_S) -> SlackBot:
+    """Build the app and its listeners' shared state."""
+    client = client or build_client(settings)
+    signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
+    app = AsyncApp(client=client, signing_secret=signing_secret, name="diagbot")
+    deps = BotDeps(
+        chat=chat,
+        client=client,
+        dedup=Deduplicator(kv),
+        runner=TurnRunner(chat, client, progress_interval_s),
+        access=RunAccess(chat, ChannelMembers(client)),
+    )
+    register_events(app, deps)
+    register_commands(app, deps)
+    register_actions(app, deps)
+    return SlackBot(app=app, deps=deps)
+
+
+def build_app(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *,
+              client: AsyncWebClient | None = None) -> AsyncApp:
+    """The Bolt AsyncApp with events, commands and actions registered."""
+    return build_bot(settings, chat, kv, client=client).app

@@ -1,0 +1,68 @@
+"""`/diag trace|cancel|help`: ack at once, then ephemeral answers through `respond`."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+
+from bot.access import DENIAL
+from bot.deps import BotDeps
+from bot.render.help import USAGE, help_blocks
+from bot.render.limits import fit_blocks
+from bot.render.mrkdwn import code
+from bot.render.timeline import timeline_blocks
+
+log = logging.getLogger(__name__)
+
+_RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+
+
+def parse(text: str) -> tuple[str, str | None] | None:
+    """('trace'|'cancel', run_id) or ('help', None); None for bad usage."""
+    words = text.split()
+    if not words or words == ["help"]:
+        return ("help", None)
+    if len(words) == 2 and words[0] in {"trace", "cancel"} and _RUN_ID.match(words[1]):
+        return (words[0], words[1])
+    return None
+
+
+async def trace_message(deps: BotDeps, run_id: str, team: str, user: str) -> dict[str, Any]:
+    """The ephemeral trace of a run, or the one-line denial."""
+    run = await deps.access.run_for(run_id, team, user)
+    if run is None:
+        return {"text": DENIAL}
+    events = await deps.chat.timeline(run_id)
+    blocks = fit_blocks(timeline_blocks(run, events), run_id=None)
+    return {"text": f"Trace of run {run_id}", "blocks": blocks}
+
+
+async def cancel_message(deps: BotDeps, run_id: str, team: str, user: str) -> str:
+    """Cancel a run the user may see; the same denial otherwise."""
+    run = await deps.access.run_for(run_id, team, user)
+    if run is None:
+        return DENIAL
+    if await deps.chat.cancel_run(run_id):
+        return f"Cancelling run {code(run_id)}."
+    return f"Run {code(run_id)} is not running."
+
+
+def register_commands(app: AsyncApp, deps: BotDeps) -> None:
+    """Attach the /diag command listener."""
+
+    @app.command("/diag")
+    async def on_diag(ack: AsyncAck, command: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        parsed = parse(command.get("text") or "")
+        team, user = command.get("team_id", ""), command.get("user_id", "")
+        if parsed is None:
+            await respond(text=USAGE, response_type="ephemeral")
+        elif parsed[0] == "help":
+            await respond(text="diagbot help", blocks=help_blocks(), response_type="ephemeral")
+        elif parsed[0] == "trace" and parsed[1]:
+            await respond(response_type="ephemeral", **await trace_message(deps, parsed[1], team, user))
+        elif parsed[1]:
+            await respond(text=await cancel_message(deps, parsed[1], team, user), response_type="ephemeral")

@@ -1,0 +1,23 @@
+"""What the Slack listeners share: settings, the core port, dedup, the turn runner, membership checks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.access import RunAccess
+from bot.dedup import Deduplicator
+from bot.turns import TurnRunner
+from core.ports import ChatServicePort
+
+
+@dataclass
+class BotDeps:
+    """Constructed once in build_app and passed to every listener module."""
+
+    chat: ChatServicePort
+    client: AsyncWebClient
+    dedup: Deduplicator
+    runner: TurnRunner
+    access: RunAccess

@@ -1,0 +1,96 @@
+"""Events API listeners: @mentions start turns, thread replies are follow-ups, "stop"/"cancel" cancels.
+
+Event listeners are acked by Bolt before they run; the listener only filters, dedupes and schedules.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+
+from bot.delivery import post_in_thread
+from bot.deps import BotDeps
+from bot.render.message import SlackMessage
+from bot.render.mrkdwn import section
+from core.contracts.run import SessionKey
+
+log = logging.getLogger(__name__)
+
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+STOP_WORDS = frozenset({"stop", "cancel"})
+
+
+def strip_mention(text: str, bot_user_id: str | None) -> str:
+    """The question without the bot's own mention."""
+    if bot_user_id:
+        text = re.sub(rf"<@{re.escape(bot_user_id)}(?:\|[^>]*)?>", "", text)
+    return text.strip()
+
+
+def is_stop(text: str) -> bool:
+    """True for a bare 'stop' / 'cancel' reply (mentions and trailing punctuation ignored)."""
+    words = _MENTION.sub("", text).strip().lower().rstrip(".!")
+    return words in STOP_WORDS
+
+
+def is_follow_up_candidate(event: dict[str, Any], bot_user_id: str | None) -> bool:
+    """A human reply inside a thread, not an edit/join/bot message, and not a mention (app_mention takes those)."""
+    if event.get("subtype") or event.get("bot_id") or event.get("bot_profile"):
+        return False
+    user = event.get("user")
+    if not user or user == bot_user_id:
+        return False
+    thread_ts = event.get("thread_ts")
+    if not thread_ts or thread_ts == event.get("ts"):
+        return False
+    return not (bot_user_id and f"<@{bot_user_id}" in (event.get("text") or ""))
+
+
+async def _claim(deps: BotDeps, body: dict[str, Any], channel: str, ts: str) -> bool:
+    # Both claims are taken: a retry repeats event_id; a mention in a thread comes as two events with one ts.
+    first_event = await deps.dedup.claim_event(body.get("event_id"))
+    return first_event and await deps.dedup.claim_message(channel, ts)
+
+
+async def _cancel(deps: BotDeps, session: SessionKey) -> None:
+    stopped = await deps.chat.cancel_session(session.as_str())
+    text = "Stopping the current run." if stopped else "Nothing is running in this thread."
+    await post_in_thread(deps.client, session.channel, session.thread_ts, SlackMessage(text=text, blocks=[section(text)]))
+
+
+async def dispatch_turn(deps: BotDeps, body: dict[str, Any], event: dict[str, Any], text: str) -> None:
+    """Dedupe the user message, then start a turn or a cancel after the ack."""
+    channel, ts = event.get("channel", ""), event.get("ts", "")
+    team = body.get("team_id") or event.get("team") or ""
+    if not channel or not ts or not await _claim(deps, body, channel, ts):
+        return
+    session = SessionKey(team=team, channel=channel, thread_ts=event.get("thread_ts") or ts)
+    if is_stop(text):
+        deps.runner.spawn(_cancel(deps, session), name=f"cancel:{channel}:{ts}")
+        return
+    if not text:
+        text = "help"
+    deps.runner.start(session, text, event.get("user", ""), ts)
+
+
+def register_events(app: AsyncApp, deps: BotDeps) -> None:
+    """Attach the app_mention and message listeners."""
+
+    @app.event("app_mention")
+    async def on_mention(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
+        if event.get("bot_id") or event.get("subtype"):
+            return
+        await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id))
+
+    @app.event("message")
+    async def on_message(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
+        if not is_follow_up_candidate(event, context.bot_user_id):
+            return
+        team = body.get("team_id") or event.get("team") or ""
+        session = SessionKey(team=team, channel=event.get("channel", ""), thread_ts=event["thread_ts"])
+        if not await deps.chat.has_session(session.as_str()):
+            return
+        await dispatch_turn(deps, body, event, (event.get("text") or "").strip())

@@ -1,0 +1,121 @@
+"""Progress in the thread: a placeholder message edited as the run works, throttled, never blocking the run."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.render.limits import clip
+from bot.render.mrkdwn import code, escape, section
+
+log = logging.getLogger(__name__)
+
+MIN_INTERVAL_S = 1.5
+PLACEHOLDER = "Looking into it…"
+_STAGE_WORDS = {
+    "routing": "understanding the question",
+    "tool": "querying tools",
+    "drafting": "writing the diagnosis",
+    "verifying": "checking the evidence",
+    "judging": "independent evidence check",
+}
+_MAX_TOOL_LINES = 6
+
+
+def _tool_line(detail: dict[str, Any]) -> str:
+    name = detail.get("tool_name") or detail.get("tool") or detail.get("name") or "tool"
+    status = detail.get("evidence_status") or detail.get("status")
+    count = detail.get("count")
+    parts = [code(str(name))]
+    if status is not None:
+        parts.append({"EVIDENCE_FOUND": "found", "NO_EVIDENCE": "no matches", "ERROR": "error"}.get(str(status), "…"))
+    if isinstance(count, int) and not isinstance(count, bool):
+        parts.append(f"({count})")
+    return " ".join(parts)
+
+
+class SlackProgress:
+    """ProgressSink for one turn: posts the placeholder, edits it at most every MIN_INTERVAL_S (last state wins)."""
+
+    def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str, min_interval_s: float = MIN_INTERVAL_S) -> None:
+        self._client = client
+        self._channel = channel
+        self._thread_ts = thread_ts
+        self._min_interval_s = min_interval_s
+        self.ts: str | None = None
+        self.run_id: str | None = None
+        self._stage = ""
+        self._tools: list[str] = []
+        self._dirty = False
+        self._last_edit = 0.0
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+        self._in_flight = False
+        self.edits = 0
+
+    async def start(self) -> None:
+        """Post the placeholder in the thread (failure is logged; the final message is then posted instead)."""
+        try:
+            resp = await self._client.chat_postMessage(channel=self._channel, thread_ts=self._thread_ts, text=PLACEHOLDER)
+            self.ts = resp.get("ts")
+            self._last_edit = time.monotonic()
+        except SlackApiError as exc:
+            log.warning("placeholder not posted: %s", exc.response.get("error"))
+
+    def _render(self) -> tuple[str, list[dict[str, Any]]]:
+        head = PLACEHOLDER + (f" run {code(self.run_id)}" if self.run_id else "")
+        lines = [head]
+        if self._stage:
+            lines.append(f"_{escape(_STAGE_WORDS.get(self._stage, self._stage))}_")
+        lines += [f"• {t}" for t in self._tools[-_MAX_TOOL_LINES:]]
+        text = clip("\n".join(lines), 2900)
+        return head, [section(text)]
+
+    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
+        """Record the latest state and schedule an edit; returns at once."""
+        if self._closed:
+            return
+        self.run_id = run_id
+        self._stage = stage
+        if stage == "tool" and detail:
+            self._tools.append(_tool_line(detail))
+        self._dirty = True
+        if self.ts is not None and (self._task is None or self._task.done()):
+            self._task = asyncio.create_task(self._flush_later())
+
+    async def _flush_later(self) -> None:
+        while self._dirty and not self._closed:
+            wait = self._last_edit + self._min_interval_s - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            self._dirty = False
+            self._last_edit = time.monotonic()
+            text, blocks = self._render()
+            if self.ts is None:
+                return
+            self._in_flight = True
+            try:
+                await self._client.chat_update(channel=self._channel, ts=self.ts, text=text, blocks=blocks)
+                self.edits += 1
+            except SlackApiError as exc:
+                log.warning("progress update failed: %s", exc.response.get("error"))
+            finally:
+                self._in_flight = False
+
+    async def close(self) -> None:
+        """Stop editing: a pending edit is dropped; an edit in flight is awaited so it cannot overwrite the final one."""
+        self._closed = True
+        task, self._task = self._task, None
+        if task is None or task.done():
+            return
+        if not self._in_flight:
+            task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task

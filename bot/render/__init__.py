@@ -1,0 +1,1 @@
+"""Block Kit renderers: one module per kind of message, all bounded by `limits`."""

@@ -1,0 +1,73 @@
+"""The final message of a turn: plain-text summary, bounded blocks and the `diag_run_finished` metadata."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from bot.render.fallback import fallback_blocks, fallback_summary
+from bot.render.footer import footer
+from bot.render.help import chat_blocks
+from bot.render.knowledge import knowledge_blocks, knowledge_summary
+from bot.render.limits import clip_plain, fit_blocks
+from bot.render.mrkdwn import escape, section
+from bot.render.report import report_blocks, report_summary
+from core.contracts.release import Outcome, ReleaseOutcome
+
+EVENT_TYPE = "diag_run_finished"
+
+
+class SlackMessage(BaseModel):
+    """What chat.postMessage / chat.update receive."""
+
+    text: str
+    blocks: list[dict[str, Any]]
+    metadata: dict[str, Any] | None = None
+
+
+def finished_metadata(outcome: ReleaseOutcome) -> dict[str, Any]:
+    """Slack message metadata of a turn's final message (SPEC §10)."""
+    return {
+        "event_type": EVENT_TYPE,
+        "event_payload": {
+            "run_id": outcome.run_id,
+            "intent": outcome.intent,
+            "outcome": outcome.outcome.value,
+            "fallback_type": outcome.fallback_type.value if outcome.fallback_type else None,
+        },
+    }
+
+
+def _body(outcome: ReleaseOutcome) -> tuple[list[dict[str, Any]], str]:
+    if outcome.intent == "CHAT":
+        text = outcome.chat_text or "I can diagnose incidents from logs, databases and runbooks. Try `/diag help`."
+        return chat_blocks(text), text
+    if outcome.intent == "KNOWLEDGE" and outcome.outcome != Outcome.FAILURE:
+        return knowledge_blocks(outcome.knowledge), knowledge_summary(outcome.knowledge)
+    if outcome.outcome == Outcome.SUCCESS and outcome.report is not None:
+        return report_blocks(outcome.report), report_summary(outcome.report)
+    return fallback_blocks(outcome.outcome, outcome.fallback_type, outcome.fallback), fallback_summary(
+        outcome.outcome, outcome.fallback
+    )
+
+
+def render_outcome(outcome: ReleaseOutcome, duration_s: float | None = None) -> SlackMessage:
+    """Render a turn's outcome as one bounded Slack message."""
+    body, summary = _body(outcome)
+    tail = footer(outcome.run_id, duration_s, outcome.outcome.value,
+                  outcome.fallback_type.value if outcome.fallback_type else None)
+    blocks = fit_blocks(body, tail, run_id=outcome.run_id)
+    return SlackMessage(text=clip_plain(escape(summary)), blocks=blocks, metadata=finished_metadata(outcome))
+
+
+def fault_message(outcome: ReleaseOutcome, error_code: str) -> SlackMessage:
+    """The short message posted when Slack refused the full report."""
+    text = f"I couldn't post the full report ({escape(error_code)}); see /diag trace {escape(outcome.run_id)}"
+    return SlackMessage(text=text, blocks=[section(text)], metadata=finished_metadata(outcome))
+
+
+def internal_error_message(run_label: str) -> SlackMessage:
+    """Posted when the run crashed before producing an outcome (details stay in the logs)."""
+    text = f"Something went wrong and this run stopped without a result{run_label}. Please try again."
+    return SlackMessage(text=text, blocks=[section(text)])

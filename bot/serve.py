@@ -1,0 +1,77 @@
+"""`diagbot serve`: Socket Mode when SLACK_APP_TOKEN is set, else HTTP (/slack/events, /healthz) on $PORT."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+import signal
+from typing import Any
+
+from aiohttp import web
+from slack_bolt.async_app import AsyncApp
+
+from bot.app import build_bot
+from core.settings import Settings
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+
+
+async def _healthz(_: web.Request) -> web.Response:
+    return web.json_response({"ok": True})
+
+
+def build_web_app(app: AsyncApp) -> web.Application:
+    """Bolt's aiohttp application for the Events API, plus GET /healthz."""
+    web_app = app.web_app(path=EVENTS_PATH)
+    web_app.router.add_get("/healthz", _healthz)
+    return web_app
+
+
+def _stop_event() -> asyncio.Event:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+async def _build_services(settings: Settings) -> Any:
+    from core.bootstrap import build_services  # the one wiring place; imported here so bot/ stays importable alone
+
+    services = build_services(settings)
+    return await services if inspect.isawaitable(services) else services
+
+
+async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
+    """Run the Slack app until SIGINT/SIGTERM (or `stop`), then close everything it opened."""
+    services = await _build_services(settings)
+    bot = build_bot(settings, services.chat_service, services.kv)
+    stop = stop or _stop_event()
+    try:
+        if settings.slack_app_token is not None:
+            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+            handler = AsyncSocketModeHandler(bot.app, settings.slack_app_token.get_secret_value())
+            await handler.connect_async()  # type: ignore[no-untyped-call]
+            log.info("diagbot connected in Socket Mode")
+            try:
+                await stop.wait()
+            finally:
+                await handler.close_async()  # type: ignore[no-untyped-call]
+        else:
+            runner = web.AppRunner(build_web_app(bot.app), access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, "0.0.0.0", settings.port).start()
+            log.info("diagbot listening on port %d (POST %s, GET /healthz)", settings.port, EVENTS_PATH)
+            try:
+                await stop.wait()
+            finally:
+                await runner.cleanup()
+    finally:
+        await bot.aclose()
+        await services.aclose()

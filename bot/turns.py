@@ -1,0 +1,94 @@
+"""Running one turn after the ack: placeholder, ChatService.handle, final message; tasks kept until done."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Coroutine
+from typing import Any
+
+from slack_sdk.errors import SlackApiError
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.delivery import deliver_final, post_in_thread
+from bot.progress import MIN_INTERVAL_S, SlackProgress
+from bot.render.message import internal_error_message, render_outcome
+from core.contracts.run import SessionKey, Turn
+from core.ports import ChatServicePort
+
+log = logging.getLogger(__name__)
+
+MAX_TURN_TEXT = 4000
+
+
+class TurnRunner:
+    """Starts turns as background tasks (references kept so they are not garbage-collected) and delivers results."""
+
+    def __init__(self, chat: ChatServicePort, client: AsyncWebClient, progress_interval_s: float = MIN_INTERVAL_S) -> None:
+        self._chat = chat
+        self._client = client
+        self._progress_interval_s = progress_interval_s
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @property
+    def in_flight(self) -> int:
+        """Number of turns still running."""
+        return len(self._tasks)
+
+    def start(self, session: SessionKey, text: str, user: str, message_ts: str) -> asyncio.Task[None]:
+        """Schedule a turn and return at once."""
+        turn = Turn(session=session, text=text[:MAX_TURN_TEXT], user=user, message_ts=message_ts)
+        task = asyncio.create_task(self._run(turn), name=f"turn:{session.channel}:{message_ts}")
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+        return task
+
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Run other after-ack work (e.g. a cancel confirmation) with a kept reference."""
+        task = asyncio.create_task(coro, name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._done)
+
+    def _done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+    async def _run(self, turn: Turn) -> None:
+        channel, thread_ts = turn.session.channel, turn.session.thread_ts
+        progress = SlackProgress(self._client, channel, thread_ts, self._progress_interval_s)
+        await progress.start()
+        started = time.monotonic()
+        try:
+            outcome = await self._chat.handle(turn, progress)
+        except Exception:
+            await progress.close()
+            log.exception("turn failed in channel %s", channel)
+            label = f" (run {progress.run_id})" if progress.run_id else ""
+            msg = internal_error_message(label)
+            if progress.ts is not None:
+                await deliver_final_text(self._client, channel, thread_ts, progress.ts, msg.text)
+            else:
+                await post_in_thread(self._client, channel, thread_ts, msg)
+            return
+        await progress.close()
+        msg = render_outcome(outcome, time.monotonic() - started)
+        await deliver_final(self._client, channel, thread_ts, progress.ts, msg, outcome)
+
+    async def aclose(self, timeout_s: float = 10.0) -> None:
+        """Wait briefly for running turns, then cancel the rest (shutdown)."""
+        if self._tasks:
+            _, pending = await asyncio.wait(set(self._tasks), timeout=timeout_s)
+            for task in pending:
+                task.cancel()
+            if pending:
+                await asyncio.wait(pending)
+
+
+async def deliver_final_text(client: AsyncWebClient, channel: str, thread_ts: str, ts: str, text: str) -> None:
+    """Replace the placeholder with a short text (used when a run crashed)."""
+    try:
+        await client.chat_update(channel=channel, ts=ts, text=text, blocks=[])
+    except SlackApiError as exc:
+        log.warning("chat.update failed: %s", exc.response.get("error"))

@@ -1,0 +1,204 @@
+"""A local fake of the Slack Web API (aiohttp): records every call, answers like Slack, injects faults.
+
+Answers auth.test, chat.postMessage (returns a ts), chat.update, chat.postEphemeral, conversations.members
+(configurable, paginated), reactions.add, and a response_url endpoint for Bolt's `respond()`. It validates
+Block Kit limits the way Slack does (invalid_blocks / msg_blocks_too_long), so a renderer bug shows up as
+an `ok: false` answer here rather than in production.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+BOT_USER_ID = "UBOT"
+BOT_ID = "BBOT"
+TEAM_ID = "T1"
+TOTAL_BLOCKS_CHARS = 13_000
+
+
+@dataclass
+class Call:
+    """One recorded Web API call."""
+
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass
+class Fault:
+    """A scripted answer for the next `times` calls of a method."""
+
+    error: str
+    times: int = 1
+    status: int = 200
+    retry_after: int | None = None
+
+
+def _parse_json_fields(params: dict[str, Any]) -> dict[str, Any]:
+    for key in ("blocks", "metadata"):
+        if isinstance(params.get(key), str):
+            params[key] = json.loads(params[key])
+    return params
+
+
+def validate_blocks(blocks: list[dict[str, Any]] | None) -> str | None:
+    """Slack's block checks that matter here; returns the error code or None."""
+    if not blocks:
+        return None
+    if len(blocks) > 50:
+        return "invalid_blocks"
+    for b in blocks:
+        kind = b.get("type")
+        if kind == "header" and len(b["text"]["text"]) > 150:
+            return "invalid_blocks"
+        if kind == "section":
+            if "text" in b and not 0 < len(b["text"]["text"]) <= 3000:
+                return "invalid_blocks"
+            if any(len(f["text"]) > 2000 for f in b.get("fields", [])) or len(b.get("fields", [])) > 10:
+                return "invalid_blocks"
+        if kind == "context" and not 0 < len(b["elements"]) <= 10:
+            return "invalid_blocks"
+        if kind == "actions" and not 0 < len(b["elements"]) <= 25:
+            return "invalid_blocks"
+        if kind not in {"header", "section", "context", "actions", "divider"}:
+            return "invalid_blocks"
+    if len(json.dumps(blocks)) > TOTAL_BLOCKS_CHARS:
+        return "msg_blocks_too_long"
+    return None
+
+
+@dataclass
+class FakeSlack:
+    """The fake server's state; `start()` serves it on a free local port."""
+
+    members: dict[str, list[str]] = field(default_factory=dict)
+    members_page_size: int = 2
+    calls: list[Call] = field(default_factory=list)
+    responses: list[dict[str, Any]] = field(default_factory=list)
+    faults: dict[str, list[Fault]] = field(default_factory=lambda: defaultdict(list))
+    messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    _runner: web.AppRunner | None = None
+    port: int = 0
+
+    @property
+    def api_url(self) -> str:
+        """Base URL for AsyncWebClient(base_url=...)."""
+        return f"http://127.0.0.1:{self.port}/api/"
+
+    def response_url(self, key: str = "r1") -> str:
+        """A response_url for slash command / action payloads."""
+        return f"http://127.0.0.1:{self.port}/response/{key}"
+
+    def fail(self, method: str, error: str, *, times: int = 1, status: int = 200, retry_after: int | None = None) -> None:
+        """Make the next `times` calls of `method` fail with this error (status 429 + Retry-After for rate limits)."""
+        self.faults[method].append(Fault(error=error, times=times, status=status, retry_after=retry_after))
+
+    def calls_of(self, method: str) -> list[Call]:
+        """Recorded calls of one method, in order."""
+        return [c for c in self.calls if c.method == method]
+
+    async def start(self) -> FakeSlack:
+        """Serve on 127.0.0.1 at a free port."""
+        app = web.Application()
+        app.router.add_route("*", "/api/{method}", self._api)
+        app.router.add_post("/response/{key}", self._response)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        return self
+
+    async def aclose(self) -> None:
+        """Stop serving."""
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def _params(self, request: web.Request) -> dict[str, Any]:
+        params: dict[str, Any] = dict(request.query)
+        if request.can_read_body:
+            if request.content_type == "application/json":
+                params.update(await request.json())
+            else:
+                params.update(dict(await request.post()))
+        return _parse_json_fields(params)
+
+    async def _response(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        body["_key"] = request.match_info["key"]
+        self.responses.append(body)
+        return web.Response(text="ok")
+
+    async def _api(self, request: web.Request) -> web.Response:
+        method = request.match_info["method"]
+        params = await self._params(request)
+        self.calls.append(Call(method, params))
+        queue = self.faults.get(method)
+        if queue:
+            fault = queue[0]
+            fault.times -= 1
+            if fault.times <= 0:
+                queue.pop(0)
+            headers = {"Retry-After": str(fault.retry_after)} if fault.retry_after is not None else {}
+            return web.json_response({"ok": False, "error": fault.error}, status=fault.status, headers=headers)
+        handler = getattr(self, "_m_" + method.replace(".", "_"), None)
+        if handler is None:
+            return web.json_response({"ok": False, "error": "unknown_method"})
+        result: dict[str, Any] = handler(params)
+        return web.json_response(result)
+
+    def _m_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": "https://fake.slack.com/", "team": "Fake", "user": "diagbot", "team_id": TEAM_ID,
+                "user_id": BOT_USER_ID, "bot_id": BOT_ID, "is_enterprise_install": False}
+
+    def _check_message(self, params: dict[str, Any]) -> dict[str, Any] | None:
+        if not params.get("channel"):
+            return {"ok": False, "error": "channel_not_found"}
+        if not params.get("text") and not params.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        if len(params.get("text") or "") > 40_000:
+            return {"ok": False, "error": "msg_too_long"}
+        error = validate_blocks(params.get("blocks"))
+        return {"ok": False, "error": error} if error else None
+
+    def _m_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
+        if (bad := self._check_message(params)) is not None:
+            return bad
+        ts = f"1700000000.{next(self._ts):06d}"
+        self.messages[(params["channel"], ts)] = params
+        return {"ok": True, "channel": params["channel"], "ts": ts, "message": {"text": params.get("text"), "ts": ts}}
+
+    def _m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
+        if (bad := self._check_message(params)) is not None:
+            return bad
+        key = (params["channel"], params.get("ts", ""))
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        self.messages[key] = {**self.messages[key], **params}
+        return {"ok": True, "channel": params["channel"], "ts": params["ts"], "text": params.get("text")}
+
+    def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        if (bad := self._check_message(params)) is not None:
+            return bad
+        return {"ok": True, "message_ts": f"1700000001.{next(self._ts):06d}"}
+
+    def _m_reactions_add(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True}
+
+    def _m_conversations_members(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel = params.get("channel", "")
+        if channel not in self.members:
+            return {"ok": False, "error": "channel_not_found"}
+        users = self.members[channel]
+        start = int(params.get("cursor") or 0)
+        limit = min(int(params.get("limit") or self.members_page_size), self.members_page_size)
+        page = users[start : start + limit]
+        nxt = str(start + limit) if start + limit < len(users) else ""
+        return {"ok": True, "members": page, "response_metadata": {"next_cursor": nxt}}
