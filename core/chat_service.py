@@ -37,13 +37,11 @@ CHAT_HELP = (
 STOP_REASONS = {
     "budget_steps": "the step budget ran out before the agent submitted a draft",
     "budget_tool_calls": "the tool-call budget ran out before the agent submitted a draft",
-    "budget_observation_bytes": "the observation budget ran out before the agent submitted a draft",
-    "budget_deadline": "the run's deadline passed before the agent submitted a draft",
+    "budget_observation": "the observation-size budget ran out before the agent submitted a draft",
     "deadline": "the run's deadline passed before the agent submitted a draft",
     "cancelled": "the run was cancelled",
-    "model_error": "the model could not be reached or kept failing",
-    "wire_format": "the model did not answer in the required format",
-    "no_draft": "the agent ended without submitting a draft",
+    "model_unavailable": "the model could not be reached or kept failing",
+    "wire_format": "the model did not answer in the required format, even after one correction",
 }
 
 
@@ -151,10 +149,10 @@ class ChatService:
             return await self._run_turn(run_id, turn, _SafeProgress(progress) if progress else None)
 
     async def has_session(self, session_key: str) -> bool:
-        """True when any run exists for this session."""
-        return await self._kv.get(_session_seen_key(session_key)) is not None or await _store_has_session(
-            self._runs, session_key
-        )
+        """True when any run exists for this session (a KV marker; a published report also counts)."""
+        if await self._kv.get(_session_seen_key(session_key)) is not None:
+            return True
+        return await self._runs.latest_published(session_key) is not None
 
     async def cancel_run(self, run_id: str) -> bool:
         """Cancel a running run; False if unknown or already finished."""
@@ -270,22 +268,14 @@ class ChatService:
     async def _diagnose(self, ctx: RunContext) -> ReleaseOutcome:
         previous = await self._previous_report(ctx.session_key)
         result = await self._agent.run(ctx, previous)
+        if result.stop_reason == "cancelled":
+            raise RunCancelled
         if result.draft is None:
             return await self._release.failure(ctx, explain_stop(result.stop_reason))
-        draft = result.draft
-        await ctx.timeline.record(
-            EventType.DRAFT_SUBMITTED,
-            {
-                "analyses": len(draft.analysis),
-                "has_conclusion": draft.conclusion is not None,
-                "actions": len(draft.action_plan),
-                "recommendations": len(draft.recommendations),
-                "stop_reason": result.stop_reason,
-            },
-        )
+        # The agent records DRAFT_SUBMITTED itself (it knows the step); release records the guard stages.
         if ctx.progress:
             await ctx.progress.update(ctx.run_id, "verifying")
-        return await self._release.release(ctx, draft)
+        return await self._release.release(ctx, result.draft)
 
     async def _previous_report(self, session_key: str) -> PublishedReport | None:
         latest = await self._runs.latest_published(session_key)
@@ -331,11 +321,3 @@ FAILURE_BUILD_TIMEOUT_S = 10.0
 
 def _session_seen_key(session_key: str) -> str:
     return f"session-seen:{session_key}"
-
-
-async def _store_has_session(runs: RunStore, session_key: str) -> bool:
-    """Ask the run store when it can answer (durable across restarts); else the published-report lookup."""
-    has_session = getattr(runs, "has_session", None)
-    if has_session is not None:
-        return bool(await has_session(session_key))
-    return await runs.latest_published(session_key) is not None

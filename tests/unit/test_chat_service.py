@@ -224,7 +224,7 @@ async def test_diagnosis_success_persists_run_versions_and_published_report() ->
     assert run.published_report is not None
     assert run.finished_at is not None
     assert types(await rig.service.timeline(outcome.run_id)) == [
-        EventType.RUN_STARTED, EventType.INTENT_ROUTED, EventType.DRAFT_SUBMITTED, EventType.RUN_FINISHED]
+        EventType.RUN_STARTED, EventType.INTENT_ROUTED, EventType.RUN_FINISHED]
 
 
 async def test_no_draft_goes_to_release_failure_with_plain_stop_reason() -> None:
@@ -343,6 +343,16 @@ async def test_cancel_run_stops_the_run_and_records_cancelled() -> None:
     assert types(await rig.service.timeline(run_id))[-1] is EventType.RUN_CANCELLED
     assert await rig.service.cancel_run(run_id) is False
     assert await rig.service.cancel_run("run_unknown") is False
+
+
+async def test_agent_reporting_cancelled_is_a_cancelled_run() -> None:
+    """When the agent itself notices the cancel and stops, the run is still recorded as cancelled."""
+    rig = make_rig(agent=Agent(draft=None, stop_reason="cancelled"))
+    outcome = await rig.service.handle(turn())
+    assert outcome.outcome is Outcome.FAILURE
+    run = await rig.service.get_run(outcome.run_id)
+    assert run is not None
+    assert run.status is RunStatus.CANCELLED
 
 
 async def test_cancel_session_cancels_its_active_run() -> None:
