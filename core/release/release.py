@@ -1,0 +1,221 @@
+"""DiagnosisRelease: guard -> repair once -> guard -> semantic guard -> SUCCESS or a fixed fallback.
+
+Nothing a user can see is produced from a draft unless both guards passed. Failures of the repairer, the
+judge or the canonical store end in a fallback, never in a crash.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from core.contracts.draft import DiagnosisDraft
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, ToolName
+from core.contracts.release import (
+    EvidenceSource,
+    FallbackType,
+    GuardResult,
+    Outcome,
+    PublishedReport,
+    ReleaseOutcome,
+    SemanticVerdict,
+    SemanticVerdictKind,
+    VerifiedEvidenceSnapshot,
+    Violation,
+)
+from core.contracts.run import EventType
+from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
+from core.ports import CanonicalStore, EvidenceRepairer, SemanticJudge
+from core.release.fallback import (
+    STAGE_EVIDENCE,
+    STAGE_STORE,
+    STAGE_UNAVAILABLE,
+    STAGE_UNSUPPORTED,
+    build_fallback,
+    failure_stage,
+)
+from core.release.sources import call_summaries, label_for
+from core.run_context import RunContext
+
+logger = logging.getLogger(__name__)
+
+REASON_MAX = 300
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)
+
+
+def _codes(violations: list[Violation]) -> list[str]:
+    return sorted({v.code for v in violations})
+
+
+def _guard_summary(result: GuardResult, cited: int) -> dict[str, Any]:
+    return {
+        "valid": result.valid,
+        "violation_codes": _codes(result.violations),
+        "warning_codes": _codes(result.warnings),
+        "violations": len(result.violations),
+        "warnings": len(result.warnings),
+        "cited_calls": cited,
+    }
+
+
+def sources_of(snapshot: VerifiedEvidenceSnapshot) -> list[EvidenceSource]:
+    """One labelled source per cited call of a verified snapshot, in citation order."""
+    sources = []
+    for cid, projection in snapshot.projections.items():
+        tool = ToolName(projection["tool_name"])
+        sources.append(
+            EvidenceSource(
+                tool_call_id=cid,
+                tool_name=tool,
+                evidence_status=EvidenceStatus(projection["evidence_status"]),
+                label=label_for(tool, projection, snapshot.effective_arguments.get(cid, {})),
+            )
+        )
+    return sources
+
+
+class DiagnosisRelease:
+    """Publishes only drafts that pass the EvidenceGuard (after at most one repair) and the SemanticGuard."""
+
+    def __init__(self, guard: EvidenceGuard, repairer: EvidenceRepairer, judge: SemanticJudge, canonical: CanonicalStore) -> None:
+        self._guard = guard
+        self._repairer = repairer
+        self._judge = judge
+        self._canonical = canonical
+
+    async def release(self, ctx: RunContext, draft: DiagnosisDraft) -> ReleaseOutcome:
+        """Run the release pipeline for one submitted draft and record every stage on the timeline."""
+        result = await self._check(ctx, draft, EventType.EVIDENCE_GUARD_INITIAL)
+        if result is None:
+            return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, STAGE_STORE, "CANONICAL_UNAVAILABLE")
+        if not result.valid:
+            await self._progress(ctx, "verifying", {"violations": len(result.violations)})
+            repaired = await self._repair(ctx, draft, result.violations)
+            if repaired is None:
+                return await self._evidence_failed(ctx, result.violations)
+            recheck = await self._check(ctx, repaired, EventType.EVIDENCE_GUARD_RECHECK)
+            if recheck is None:
+                return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, STAGE_STORE, "CANONICAL_UNAVAILABLE")
+            if not recheck.valid:
+                return await self._evidence_failed(ctx, recheck.violations)
+            draft, result = repaired, recheck
+        if result.snapshot is None:  # for the type checker: a valid GuardResult always has one
+            return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, STAGE_EVIDENCE, "NO_SNAPSHOT")
+        await self._progress(ctx, "judging", {"cited_calls": len(result.snapshot.projections)})
+        verdict = await self._verdict(ctx, draft, result.snapshot)
+        if verdict.verdict is SemanticVerdictKind.SUPPORTED:
+            report = PublishedReport(run_id=ctx.run_id, draft=draft, sources=sources_of(result.snapshot))
+            outcome = ReleaseOutcome(run_id=ctx.run_id, outcome=Outcome.SUCCESS, report=report, verdict=verdict)
+            await self._decide(ctx, outcome)
+            return outcome
+        if verdict.verdict is SemanticVerdictKind.UNSUPPORTED:
+            kind, stage = FallbackType.SEMANTIC_UNSUPPORTED, STAGE_UNSUPPORTED
+        else:
+            kind, stage = FallbackType.SEMANTIC_UNAVAILABLE, STAGE_UNAVAILABLE
+        return await self._fallback(ctx, kind, stage, verdict.reason, verdict=verdict)
+
+    async def failure(self, ctx: RunContext, reason: str) -> ReleaseOutcome:
+        """FAILURE: the run produced no draft; say why in plain words and list what was observed."""
+        records = await self._records(ctx)
+        message = build_fallback(records, failure_stage(reason), reason, run_id=ctx.run_id)
+        outcome = ReleaseOutcome(run_id=ctx.run_id, outcome=Outcome.FAILURE, fallback=message)
+        await self._decide(ctx, outcome)
+        return outcome
+
+    # ---- stages ---------------------------------------------------------------------------
+
+    async def _check(self, ctx: RunContext, draft: DiagnosisDraft, event: EventType) -> GuardResult | None:
+        """Guard one draft and record the event; None when the canonical store could not be read."""
+        started = time.perf_counter()
+        cited = len({cid for item in draft.analysis for cid in item.tool_call_ids})
+        try:
+            result = await self._guard.check(ctx.run_id, draft)
+        except GuardUnavailable as exc:
+            logger.warning("run %s: evidence guard could not read the canonical store: %s", ctx.run_id, exc)
+            summary = {"valid": False, "error": "CANONICAL_UNAVAILABLE", "cited_calls": cited}
+            await ctx.timeline.record(event, summary, duration_ms=_ms(started))
+            return None
+        summary = {**_guard_summary(result, cited), "rule_set_version": self._guard.rule_set_version}
+        await ctx.timeline.record(event, summary, duration_ms=_ms(started))
+        return result
+
+    async def _repair(self, ctx: RunContext, draft: DiagnosisDraft, violations: list[Violation]) -> DiagnosisDraft | None:
+        """One repair attempt; an exception or an empty answer counts as no repair."""
+        started = time.perf_counter()
+        records = await self._records(ctx)
+        repaired: DiagnosisDraft | None = None
+        error: str | None = None
+        try:
+            repaired = await self._repairer.repair(ctx.query, draft, violations, call_summaries(records, ctx.run_id))
+        except Exception as exc:
+            error = type(exc).__name__
+            logger.warning("run %s: evidence repair failed (%s); treated as no repair", ctx.run_id, error)
+        summary: dict[str, Any] = {"repaired": repaired is not None, "input_violations": len(violations)}
+        if error:
+            summary["error"] = error
+        await ctx.timeline.record(EventType.EVIDENCE_REPAIR, summary, duration_ms=_ms(started))
+        return repaired
+
+    async def _verdict(self, ctx: RunContext, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot) -> SemanticVerdict:
+        """The SemanticGuard's verdict; any exception means UNAVAILABLE."""
+        started = time.perf_counter()
+        try:
+            verdict = await self._judge.judge(ctx.query, draft, snapshot)
+        except Exception as exc:
+            logger.warning("run %s: semantic guard failed (%s); treated as unavailable", ctx.run_id, type(exc).__name__)
+            verdict = SemanticVerdict(verdict=SemanticVerdictKind.UNAVAILABLE, reason=f"the review failed ({type(exc).__name__})")
+        summary = {"verdict": verdict.verdict.value, "reason": verdict.reason[:REASON_MAX]}
+        await ctx.timeline.record(EventType.SEMANTIC_GUARD, summary, duration_ms=_ms(started))
+        return verdict
+
+    async def _evidence_failed(self, ctx: RunContext, violations: list[Violation]) -> ReleaseOutcome:
+        reason = "violations: " + ", ".join(_codes(violations))
+        return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, STAGE_EVIDENCE, reason, violations=violations)
+
+    async def _fallback(
+        self,
+        ctx: RunContext,
+        kind: FallbackType,
+        stage: str,
+        reason: str,
+        *,
+        violations: list[Violation] | None = None,
+        verdict: SemanticVerdict | None = None,
+    ) -> ReleaseOutcome:
+        records = await self._records(ctx)
+        message = build_fallback(records, stage, reason, run_id=ctx.run_id)
+        outcome = ReleaseOutcome(
+            run_id=ctx.run_id,
+            outcome=Outcome.SAFE_FALLBACK,
+            fallback_type=kind,
+            fallback=message,
+            violations=violations or [],
+            verdict=verdict,
+        )
+        await self._decide(ctx, outcome)
+        return outcome
+
+    async def _decide(self, ctx: RunContext, outcome: ReleaseOutcome) -> None:
+        fallback_type = outcome.fallback_type.value if outcome.fallback_type else None
+        await ctx.timeline.record(EventType.RELEASE_DECISION, {"outcome": outcome.outcome.value, "fallback_type": fallback_type})
+
+    async def _records(self, ctx: RunContext) -> list[CanonicalRecord]:
+        """This run's records for fallbacks and repair input; none when the store is down."""
+        try:
+            return [r for r in await self._canonical.list_run(ctx.run_id) if r.run_id == ctx.run_id]
+        except Exception as exc:
+            logger.warning("run %s: canonical store unreadable for the fallback (%s)", ctx.run_id, type(exc).__name__)
+            return []
+
+    @staticmethod
+    async def _progress(ctx: RunContext, stage: str, detail: dict[str, Any]) -> None:
+        if ctx.progress is None:
+            return
+        try:
+            await ctx.progress.update(ctx.run_id, stage, detail)
+        except Exception as exc:  # progress is cosmetic: a failing Slack update must not stop the release
+            logger.warning("run %s: progress update failed (%s)", ctx.run_id, type(exc).__name__)
