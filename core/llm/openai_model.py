@@ -96,8 +96,8 @@ class OpenAIChatModel:
     def _delay(self, attempt: int, exc: Exception) -> float:
         retry_after = _retry_after(exc)
         if retry_after is not None:
-            return min(max(retry_after, 0.0), self.retry_after_cap_s)
-        backoff = min(self.backoff_base_s * (2 ** (attempt - 1)), self.backoff_max_s)
+            return float(min(max(retry_after, 0.0), self.retry_after_cap_s))
+        backoff = min(self.backoff_base_s * (2.0 ** (attempt - 1)), self.backoff_max_s)
         return backoff * (1 - 0.25 * random.random())
 
     async def aclose(self) -> None:

@@ -199,7 +199,8 @@ class FakeOpenAIServer:
         if "status" in resolved and int(resolved["status"]) != 200:
             body_json = resolved.get("body") or {"error": {"message": "scripted error", "type": "server_error"}}
             return int(resolved["status"]), dict(resolved.get("headers") or {}), body_json
-        return 200, dict(resolved.get("headers") or {}), completion_body(resolved, str(request.get("model", "")), len(self.requests))
+        body_json = completion_body(resolved, str(request.get("model", "")), len(self.requests))
+        return 200, dict(resolved.get("headers") or {}), body_json
 
 
 async def _serve_forever(host: str, port: int, script: list[Entry]) -> None:
