@@ -1,0 +1,322 @@
+"""ToolBoundary: the agent's only way to a tool. Validates, enforces budgets, records, projects; never raises for bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import time
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from core.contracts.evidence import (
+    CanonicalRecord,
+    EvidenceStatus,
+    InvocationMeta,
+    InvocationState,
+    RawResult,
+    ToolError,
+    ToolName,
+)
+from core.contracts.run import EventType
+from core.errors import StoreUnavailable, ToolFailure
+from core.ports import AuditStore, CanonicalStore, Tool
+from core.projection import MIN_PROJECTION_BYTES, project, projection_size
+from core.run_context import RunContext
+
+logger = logging.getLogger(__name__)
+
+_PROVIDER_ID = re.compile(r"[A-Za-z0-9_.:-]{1,80}")
+MAX_ARGUMENT_CHARS = 16 * 1024
+_MINT_ATTEMPTS = 5
+
+
+def mint_call_id() -> str:
+    """A fresh tool call id: call_<12 hex>."""
+    return f"call_{uuid.uuid4().hex[:12]}"
+
+
+def _validation_message(tool: str, exc: ValidationError) -> str:
+    """Plain words naming each bad field, without echoing the (possibly secret) input."""
+    problems = []
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in err["loc"]) or "arguments"
+        problems.append(f"{where}: {err['msg'].lower()}")
+    return f"Invalid arguments for {tool}: " + "; ".join(problems[:8]) + "."
+
+
+@dataclass
+class _Call:
+    """State of one invocation while it is being handled."""
+
+    ctx: RunContext
+    call_id: str
+    name: str
+    tool_name: ToolName | None
+    started_at: datetime
+    t0: float = field(default_factory=time.monotonic)
+    arguments: dict[str, Any] = field(default_factory=dict)
+    effective: dict[str, Any] = field(default_factory=dict)
+    reserved_bytes: int = 0
+    max_bytes: int = MIN_PROJECTION_BYTES
+    record_written: bool = False
+
+
+class ToolBoundary:
+    """Runs tool calls for a run: ids, validation, budgets, timeout, canonical record, audit, timeline, projection."""
+
+    def __init__(
+        self,
+        tools: Mapping[ToolName, Tool],
+        canonical: CanonicalStore,
+        audit: AuditStore,
+        projection_max_bytes: int = 8192,
+    ) -> None:
+        if projection_max_bytes < MIN_PROJECTION_BYTES:
+            raise ValueError(f"projection_max_bytes must be at least {MIN_PROJECTION_BYTES}")
+        self._tools = dict(tools)
+        self._canonical = canonical
+        self._audit = audit
+        self._max_bytes = projection_max_bytes
+
+    async def invoke(
+        self, ctx: RunContext, tool_call_id: str | None, name: str, arguments: str | dict[str, Any]
+    ) -> dict[str, Any]:
+        """Run one tool call and return its bounded projection JSON (ERROR projection for every failure)."""
+        started_at = datetime.now(UTC)
+        try:
+            tool_name: ToolName | None = ToolName(name)
+        except ValueError:
+            tool_name = None
+        try:
+            call_id = await self._claim_id(ctx.run_id, tool_call_id)
+        except StoreUnavailable:
+            call = _Call(ctx, mint_call_id(), name, tool_name, started_at)
+            return await self._store_down(call)
+        call = _Call(ctx, call_id, name, tool_name, started_at)
+        parsed = self._parse_arguments(arguments)
+        call.arguments = parsed if isinstance(parsed, dict) else {}
+
+        refusal = self._admission_error(ctx)
+        if refusal is not None:
+            return await self._finish(call, None, refusal)
+        self._admit(call)
+        if tool_name is None:
+            known = ", ".join(t.value for t in ToolName)
+            return await self._finish(call, None, ToolError(code="UNKNOWN_TOOL", message=f"Unknown tool; use one of: {known}."))
+        if isinstance(parsed, ToolError):
+            return await self._finish(call, None, parsed)
+        tool = self._tools.get(tool_name)
+        if tool is None:
+            message = f"{tool_name.value} is not configured in this deployment."
+            return await self._finish(call, None, ToolError(code="TOOL_UNAVAILABLE", message=message))
+        try:
+            args = tool.args_model.model_validate(parsed)
+        except ValidationError as exc:
+            return await self._finish(call, None, ToolError(code="INVALID_ARGUMENTS", message=_validation_message(name, exc)))
+        call.effective = args.model_dump(mode="json")
+
+        try:
+            await self._canonical.put(self._record(call, InvocationState.PENDING))
+        except StoreUnavailable:
+            return await self._store_down(call)
+        call.record_written = True
+        outcome = await self._run(call, tool, args)
+        if isinstance(outcome, ToolError):
+            return await self._finish(call, None, outcome)
+        return await self._finish(call, outcome, None)
+
+    # ---- steps ---------------------------------------------------------------------------------
+
+    async def _claim_id(self, run_id: str, provider_id: str | None) -> str:
+        if provider_id and _PROVIDER_ID.fullmatch(provider_id) and await self._canonical.reserve(run_id, provider_id):
+            return provider_id
+        for _ in range(_MINT_ATTEMPTS):
+            candidate = mint_call_id()
+            if await self._canonical.reserve(run_id, candidate):
+                return candidate
+        raise StoreUnavailable("canonical store", "could not reserve a fresh tool call id")
+
+    def _admission_error(self, ctx: RunContext) -> ToolError | None:
+        if ctx.cancelled.is_set():
+            return ToolError(code="CANCELLED", message="The run was cancelled; no more tool calls are made.")
+        budgets = ctx.budgets
+        if ctx.tool_calls >= budgets.max_tool_calls:
+            return ToolError(code="BUDGET_EXHAUSTED", message=f"Tool call budget of {budgets.max_tool_calls} calls is used up.")
+        if ctx.seconds_left() <= 0:
+            return ToolError(code="BUDGET_EXHAUSTED", message="The run's deadline has passed; no more tool calls.")
+        if budgets.max_observation_bytes - ctx.observation_bytes < MIN_PROJECTION_BYTES:
+            return ToolError(code="BUDGET_EXHAUSTED", message="The run's observation byte budget is used up.")
+        return None
+
+    def _admit(self, call: _Call) -> None:
+        """Count the call and reserve its projection bytes up front, so parallel calls cannot overrun the budgets."""
+        ctx = call.ctx
+        ctx.tool_calls += 1
+        call.max_bytes = min(self._max_bytes, ctx.budgets.max_observation_bytes - ctx.observation_bytes)
+        call.reserved_bytes = call.max_bytes
+        ctx.observation_bytes += call.reserved_bytes
+
+    @staticmethod
+    def _parse_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any] | ToolError:
+        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
+            return {}
+        if isinstance(arguments, str):
+            if len(arguments) > MAX_ARGUMENT_CHARS:
+                return ToolError(code="INVALID_ARGUMENTS", message=f"Arguments exceed {MAX_ARGUMENT_CHARS} characters.")
+            try:
+                arguments = json.loads(arguments)
+            except ValueError:
+                return ToolError(code="INVALID_ARGUMENTS", message="Arguments are not valid JSON; send one JSON object.")
+        if not isinstance(arguments, dict):
+            return ToolError(code="INVALID_ARGUMENTS", message="Arguments must be a JSON object of named fields.")
+        return arguments
+
+    async def _run(self, call: _Call, tool: Tool, args: BaseModel) -> RawResult | ToolError:
+        """Run the tool under the per-tool timeout (capped by the deadline), stopping early on cancellation."""
+        name = call.name
+        timeout = min(call.ctx.budgets.tool_timeout_s, call.ctx.seconds_left())
+        run_task = asyncio.ensure_future(tool.run(args))
+        cancel_task = asyncio.ensure_future(call.ctx.cancelled.wait())
+        try:
+            done, _ = await asyncio.wait({run_task, cancel_task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in (run_task, cancel_task):
+                task.cancel()
+            await asyncio.gather(run_task, cancel_task, return_exceptions=True)
+        if run_task in done and not run_task.cancelled():
+            exc = run_task.exception()
+            if exc is None:
+                result = run_task.result()
+                if isinstance(result, RawResult):
+                    return result
+                logger.warning("tool %s returned %s instead of RawResult", name, type(result).__name__)
+            elif isinstance(exc, ToolFailure):
+                return ToolError(code=exc.code, message=exc.message)
+            elif not isinstance(exc, Exception):
+                raise exc
+            else:
+                logger.warning("tool %s call %s raised %s", name, call.call_id, type(exc).__name__)
+                logger.debug("tool %s failure detail", name, exc_info=exc)
+            return ToolError(code="BACKEND_ERROR", message=f"The {name} backend failed unexpectedly; this call is not evidence.")
+        if cancel_task in done:
+            return ToolError(code="CANCELLED", message="The run was cancelled while the tool was running.")
+        return ToolError(code="TIMEOUT", message=f"{name} did not answer within {timeout:.1f} s.")
+
+    # ---- recording -----------------------------------------------------------------------------
+
+    def _record(
+        self,
+        call: _Call,
+        state: InvocationState,
+        raw: RawResult | None = None,
+        projection: dict[str, Any] | None = None,
+        error: ToolError | None = None,
+        duration_ms: float | None = None,
+    ) -> CanonicalRecord:
+        assert call.tool_name is not None  # records exist only for known tools
+        return CanonicalRecord(
+            run_id=call.ctx.run_id,
+            tool_call_id=call.call_id,
+            tool_name=call.tool_name,
+            arguments=call.arguments,
+            effective_arguments=call.effective,
+            state=state,
+            evidence_status=None if projection is None else EvidenceStatus(projection["evidence_status"]),
+            raw_result=raw,
+            projection=projection,
+            error=error,
+            started_at=call.started_at,
+            finished_at=None if state == InvocationState.PENDING else datetime.now(UTC),
+            duration_ms=duration_ms,
+        )
+
+    async def _store_down(self, call: _Call) -> dict[str, Any]:
+        error = ToolError(code="STORE_UNAVAILABLE", message="The canonical store is unavailable; this call cannot be evidence.")
+        return await self._finish(call, None, error, write_record=False)
+
+    async def _finish(
+        self, call: _Call, raw: RawResult | None, error: ToolError | None, write_record: bool = True
+    ) -> dict[str, Any]:
+        """Project, write the final canonical record, audit row, timeline event and progress; settle the counters."""
+        duration_ms = (time.monotonic() - call.t0) * 1000
+        projection = self._project(call, raw, error)
+        if write_record and call.tool_name is not None:
+            state = InvocationState.FAILED if error is not None else InvocationState.READY
+            record = self._record(call, state, raw, projection, error, duration_ms)
+            try:
+                await self._canonical.put(record)
+            except StoreUnavailable:
+                if error is None:  # a result nobody can verify must not reach the agent as evidence
+                    return await self._store_down(call)
+                logger.warning("canonical store down; FAILED record of %s not written", call.call_id)
+        size = projection_size(projection)
+        call.ctx.observation_bytes += size - call.reserved_bytes
+        call.reserved_bytes = 0
+        code = None if projection.get("error") is None else projection["error"]["code"]
+        await self._audit_call(call, projection, size, raw, code, duration_ms)
+        summary = {
+            "tool": call.name[:64],
+            "tool_call_id": call.call_id,
+            "evidence_status": projection["evidence_status"],
+            "count": projection["count"],
+            "truncated": projection["truncated"],
+            "error_code": code,
+            "duration_ms": round(duration_ms, 1),
+        }
+        await call.ctx.timeline.record(EventType.TOOL_CALL, summary, duration_ms)
+        await self._progress(call, summary)
+        return projection
+
+    def _project(self, call: _Call, raw: RawResult | None, error: ToolError | None) -> dict[str, Any]:
+        if call.tool_name is None:
+            # An unknown tool has no projection model; the same envelope keeps the agent's parsing uniform.
+            return {
+                "tool_call_id": call.call_id,
+                "tool_name": call.name[:64],
+                "evidence_status": EvidenceStatus.ERROR.value,
+                "count": 0,
+                "truncated": False,
+                "error": (error or ToolError(code="UNKNOWN_TOOL", message="Unknown tool.")).model_dump(),
+            }
+        return project(call.call_id, call.tool_name, raw, error, max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES))
+
+    async def _audit_call(
+        self, call: _Call, projection: dict[str, Any], size: int, raw: RawResult | None, code: str | None, duration_ms: float
+    ) -> None:
+        if call.tool_name is None:
+            return
+        meta = InvocationMeta(
+            run_id=call.ctx.run_id,
+            tool_call_id=call.call_id,
+            tool_name=call.tool_name,
+            state=InvocationState.FAILED if code else InvocationState.READY,
+            evidence_status=EvidenceStatus(projection["evidence_status"]),
+            count=projection["count"],
+            raw_bytes=0 if raw is None else len(raw.model_dump_json()),
+            projection_bytes=size,
+            truncated=projection["truncated"],
+            duration_ms=duration_ms,
+            error_code=code,
+            started_at=call.started_at,
+        )
+        try:
+            await self._audit.record_invocation(meta)
+        except Exception as exc:  # audit is long-lived bookkeeping; its outage must not turn evidence into an error
+            logger.warning("audit row for %s not written: %s", call.call_id, type(exc).__name__)
+
+    @staticmethod
+    async def _progress(call: _Call, summary: dict[str, Any]) -> None:
+        if call.ctx.progress is None:
+            return
+        detail = {k: summary[k] for k in ("tool", "tool_call_id", "evidence_status", "count", "error_code")}
+        try:
+            await call.ctx.progress.update(call.ctx.run_id, "tool", detail)
+        except Exception as exc:  # progress is cosmetic; a failing sink must not fail the call
+            logger.warning("progress update for %s failed: %s", call.call_id, type(exc).__name__)

@@ -1,0 +1,149 @@
+"""Canonical tool records keyed by (run_id, tool_call_id): Redis for production, in-process for one process."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+from pydantic import ValidationError
+from redis.exceptions import RedisError
+
+from core.contracts.evidence import CanonicalRecord
+from core.errors import StoreUnavailable
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_TTL_S = 6 * 3600
+T = TypeVar("T")
+
+
+def _parse(raw: bytes | str | None, where: str) -> CanonicalRecord | None:
+    """Decode one stored record; a corrupt one counts as missing (logged, never raised)."""
+    if raw is None:
+        return None
+    try:
+        return CanonicalRecord.model_validate_json(raw)
+    except ValidationError as exc:
+        logger.warning("canonical record %s is unreadable (%d errors); treated as missing", where, exc.error_count())
+        return None
+
+
+class InMemoryCanonicalStore:
+    """Canonical store inside this process. Records are kept serialised, as in Redis, so nothing aliases."""
+
+    def __init__(self, ttl_s: float = DEFAULT_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
+        logger.warning("in-process canonical store: single process only; set REDIS_URL for more than one process")
+        self._ttl_s = ttl_s
+        self._clock = clock
+        self._records: dict[tuple[str, str], tuple[float, str]] = {}
+        self._reserved: dict[str, set[str]] = {}
+        self._order: dict[str, list[str]] = {}
+
+    def _live(self, run_id: str, tool_call_id: str) -> str | None:
+        entry = self._records.get((run_id, tool_call_id))
+        if entry is None:
+            return None
+        expires_at, data = entry
+        if expires_at <= self._clock():
+            del self._records[(run_id, tool_call_id)]
+            return None
+        return data
+
+    async def reserve(self, run_id: str, tool_call_id: str) -> bool:
+        """Claim an id for a run; False if already used in that run."""
+        ids = self._reserved.setdefault(run_id, set())
+        if tool_call_id in ids or self._live(run_id, tool_call_id) is not None:
+            return False
+        ids.add(tool_call_id)
+        return True
+
+    async def put(self, record: CanonicalRecord) -> None:
+        """Create or replace a record (with the store's TTL)."""
+        key = (record.run_id, record.tool_call_id)
+        order = self._order.setdefault(record.run_id, [])
+        if record.tool_call_id not in order:
+            order.append(record.tool_call_id)
+        self._reserved.setdefault(record.run_id, set()).add(record.tool_call_id)
+        self._records[key] = (self._clock() + self._ttl_s, record.model_dump_json())
+
+    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, CanonicalRecord | None]:
+        """Read several records of one run; missing ones map to None."""
+        return {i: _parse(self._live(run_id, i), f"{run_id}/{i}") for i in tool_call_ids}
+
+    async def list_run(self, run_id: str) -> list[CanonicalRecord]:
+        """All live records of a run, in call order."""
+        found = await self.get_many(run_id, list(self._order.get(run_id, [])))
+        return [record for record in found.values() if record is not None]
+
+
+class RedisCanonicalStore:
+    """Canonical store in Redis: one JSON string per call with a TTL, plus per-run id set and ordered index."""
+
+    def __init__(self, client: aioredis.Redis, prefix: str = "diag:", ttl_s: int = DEFAULT_TTL_S) -> None:
+        self._client = client
+        self._prefix = prefix
+        self._ttl_s = ttl_s
+
+    def record_key(self, run_id: str, tool_call_id: str) -> str:
+        """Redis key of one record."""
+        return f"{self._prefix}inv:{run_id}:{tool_call_id}"
+
+    def _ids_key(self, run_id: str) -> str:
+        return f"{self._prefix}run:{run_id}:ids"
+
+    def _order_key(self, run_id: str) -> str:
+        return f"{self._prefix}run:{run_id}:order"
+
+    async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await operation()
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable("canonical store (Redis)", type(exc).__name__) from exc
+
+    async def reserve(self, run_id: str, tool_call_id: str) -> bool:
+        """Claim an id for a run atomically (SADD on the run's id set); False if already used in that run."""
+
+        async def op() -> list[Any]:
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.sadd(self._ids_key(run_id), tool_call_id)
+                pipe.expire(self._ids_key(run_id), self._ttl_s)
+                return await pipe.execute()
+
+        added, _ = await self._call(op)
+        return int(added) == 1
+
+    async def put(self, record: CanonicalRecord) -> None:
+        """Write the record with the TTL and index it in call order, in one transaction."""
+        run_id, call_id = record.run_id, record.tool_call_id
+        data = record.model_dump_json()
+
+        async def op() -> list[Any]:
+            async with self._client.pipeline(transaction=True) as pipe:
+                pipe.set(self.record_key(run_id, call_id), data, ex=self._ttl_s)
+                pipe.sadd(self._ids_key(run_id), call_id)
+                pipe.expire(self._ids_key(run_id), self._ttl_s)
+                # NX keeps the first score, so PENDING -> READY does not move a call in the order.
+                pipe.zadd(self._order_key(run_id), {call_id: record.started_at.timestamp()}, nx=True)
+                pipe.expire(self._order_key(run_id), self._ttl_s)
+                return await pipe.execute()
+
+        await self._call(op)
+
+    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, CanonicalRecord | None]:
+        """Read several records of one run with a single MGET; missing or corrupt ones map to None."""
+        ids = list(dict.fromkeys(tool_call_ids))
+        if not ids:
+            return {}
+        keys = [self.record_key(run_id, i) for i in ids]
+        values: list[Any] = await self._call(lambda: self._client.mget(keys))
+        return {i: _parse(v, f"{run_id}/{i}") for i, v in zip(ids, values, strict=True)}
+
+    async def list_run(self, run_id: str) -> list[CanonicalRecord]:
+        """All live records of a run, in call order (index read, then one MGET)."""
+        members: list[Any] = await self._call(lambda: self._client.zrange(self._order_key(run_id), 0, -1))
+        ids = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
+        found = await self.get_many(run_id, ids)
+        return [record for record in found.values() if record is not None]

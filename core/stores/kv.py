@@ -1,0 +1,95 @@
+"""Small shared state (dedup keys, locks, cancel flags): Redis, or in-process for a single process."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError
+
+from core.errors import StoreUnavailable
+
+T = TypeVar("T")
+
+
+def ttl_ms(ttl_s: float) -> int:
+    """Seconds (float) to whole milliseconds, at least 1 (Redis refuses PX 0)."""
+    if not math.isfinite(ttl_s) or ttl_s <= 0:
+        raise ValueError(f"ttl_s must be a positive number of seconds, got {ttl_s!r}")
+    return max(1, math.ceil(ttl_s * 1000))
+
+
+class InMemoryKV:
+    """KeyValueStore in this process's memory, with per-key expiry."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._data: dict[str, tuple[float, str]] = {}
+
+    def _live(self, key: str) -> str | None:
+        entry = self._data.get(key)
+        if entry is None:
+            return None
+        if entry[0] <= self._clock():
+            del self._data[key]
+            return None
+        return entry[1]
+
+    async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool:
+        """Set the key only if it is absent (or expired); True when this call set it."""
+        expires_at = self._clock() + ttl_ms(ttl_s) / 1000
+        if self._live(key) is not None:
+            return False
+        self._data[key] = (expires_at, value)
+        return True
+
+    async def get(self, key: str) -> str | None:
+        """The live value of a key, or None."""
+        return self._live(key)
+
+    async def set(self, key: str, value: str, ttl_s: float) -> None:
+        """Set a key with a TTL, replacing any value."""
+        self._data[key] = (self._clock() + ttl_ms(ttl_s) / 1000, value)
+
+    async def delete(self, key: str) -> None:
+        """Remove a key (no error if absent)."""
+        self._data.pop(key, None)
+
+
+class RedisKV:
+    """KeyValueStore over Redis: SET NX PX for dedup and locks; every key under `prefix`."""
+
+    def __init__(self, client: aioredis.Redis, prefix: str = "diag:") -> None:
+        self._client = client
+        self._prefix = prefix
+
+    async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await operation()
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable("key-value store (Redis)", type(exc).__name__) from exc
+
+    async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool:
+        """Set the key only if absent (SET NX PX); True when this call set it."""
+        px = ttl_ms(ttl_s)
+        result: Any = await self._call(lambda: self._client.set(self._prefix + key, value, nx=True, px=px))
+        return bool(result)
+
+    async def get(self, key: str) -> str | None:
+        """The value of a key, or None."""
+        value: Any = await self._call(lambda: self._client.get(self._prefix + key))
+        if value is None:
+            return None
+        return value.decode() if isinstance(value, bytes) else str(value)
+
+    async def set(self, key: str, value: str, ttl_s: float) -> None:
+        """Set a key with a TTL (SET PX), replacing any value."""
+        px = ttl_ms(ttl_s)
+        await self._call(lambda: self._client.set(self._prefix + key, value, px=px))
+
+    async def delete(self, key: str) -> None:
+        """Remove a key (no error if absent)."""
+        await self._call(lambda: self._client.delete(self._prefix + key))

@@ -1,0 +1,82 @@
+"""SQL audit: one metadata row per tool call and the reasoning audit (never raw payloads)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+
+from core.contracts.evidence import InvocationMeta
+from core.stores.sql.db import Database, reasoning_audit, to_db_time, tool_invocations
+
+UNAVAILABLE = "unavailable"
+
+
+def _row(meta: InvocationMeta) -> dict[str, object]:
+    return {
+        "run_id": meta.run_id,
+        "tool_call_id": meta.tool_call_id,
+        "tool_name": meta.tool_name.value,
+        "state": meta.state.value,
+        "evidence_status": meta.evidence_status.value if meta.evidence_status else None,
+        "count": meta.count,
+        "raw_bytes": meta.raw_bytes,
+        "projection_bytes": meta.projection_bytes,
+        "truncated": meta.truncated,
+        "duration_ms": meta.duration_ms,
+        "error_code": meta.error_code,
+        "started_at": to_db_time(meta.started_at),
+    }
+
+
+class SqlAuditStore:
+    """AuditStore over the SQL database."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    async def record_invocation(self, meta: InvocationMeta) -> None:
+        """Insert the call's metadata, or update it when the call was recorded before."""
+        row = _row(meta)
+        match = (tool_invocations.c.run_id == meta.run_id) & (tool_invocations.c.tool_call_id == meta.tool_call_id)
+        async with self._db.engine.begin() as conn:
+            updated = await conn.execute(sa.update(tool_invocations).where(match).values(**row))
+            if updated.rowcount == 0:
+                await conn.execute(sa.insert(tool_invocations).values(**row))
+
+    async def record_reasoning(self, run_id: str, stage: str, step: int, content: str | None) -> None:
+        """Store provider reasoning; None (or empty) is stored as 'unavailable'."""
+        async with self._db.engine.begin() as conn:
+            await conn.execute(
+                sa.insert(reasoning_audit).values(
+                    run_id=run_id,
+                    stage=stage[:40],
+                    step=step,
+                    content=content or UNAVAILABLE,
+                    recorded_at=to_db_time(datetime.now(UTC)),
+                )
+            )
+
+    async def invocations(self, run_id: str) -> list[InvocationMeta]:
+        """The run's invocation rows, in start order (for traces and tests)."""
+        query = (
+            sa.select(tool_invocations)
+            .where(tool_invocations.c.run_id == run_id)
+            .order_by(tool_invocations.c.started_at, tool_invocations.c.id)
+        )
+        async with self._db.engine.connect() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+        return [
+            InvocationMeta.model_validate({**row, "started_at": row["started_at"].replace(tzinfo=UTC)}) for row in rows
+        ]
+
+    async def reasoning(self, run_id: str) -> list[tuple[str, int, str]]:
+        """The run's reasoning rows as (stage, step, content), in recording order."""
+        query = (
+            sa.select(reasoning_audit.c.stage, reasoning_audit.c.step, reasoning_audit.c.content)
+            .where(reasoning_audit.c.run_id == run_id)
+            .order_by(reasoning_audit.c.id)
+        )
+        async with self._db.engine.connect() as conn:
+            rows = (await conn.execute(query)).all()
+        return [(row.stage, row.step, row.content) for row in rows]

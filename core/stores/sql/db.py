@@ -1,0 +1,150 @@
+"""The SQL database of runs, audit and timeline: URL normalisation, async engine, portable Core tables."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+_ASYNC_DRIVERS = {
+    "sqlite": "sqlite+aiosqlite",
+    "mysql": "mysql+aiomysql",
+    "mariadb": "mysql+aiomysql",
+    "postgresql": "postgresql+asyncpg",
+    "postgres": "postgresql+asyncpg",
+}
+_SYNC_DRIVERS_REPLACED = {"pysqlite": "aiosqlite", "pymysql": "aiomysql", "mysqldb": "aiomysql", "psycopg2": "asyncpg"}
+
+
+def normalize_url(url: str) -> str:
+    """Give a database URL written with or without a driver the async driver this product uses."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        raise ValueError("database URL must look like scheme://...; e.g. sqlite+aiosqlite:///./diag.db")
+    backend, _, driver = scheme.lower().partition("+")
+    if backend not in _ASYNC_DRIVERS:
+        raise ValueError(f"unsupported database backend {backend!r}; use sqlite, mysql/mariadb or postgresql")
+    if not driver or driver in _SYNC_DRIVERS_REPLACED:
+        return f"{_ASYNC_DRIVERS[backend]}://{rest}"
+    if backend == "postgres":
+        return f"postgresql+{driver}://{rest}"
+    return url
+
+
+# MySQL/MariaDB: TEXT holds only 64 KB and DATETIME drops microseconds unless told otherwise.
+LongText = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
+Timestamp = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+
+metadata = sa.MetaData()
+
+runs = sa.Table(
+    "runs",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("session_key", sa.String(255), nullable=False),
+    sa.Column("team", sa.String(64), nullable=False),
+    sa.Column("channel", sa.String(64), nullable=False),
+    sa.Column("user", sa.String(64), nullable=False),
+    sa.Column("query", sa.Text(), nullable=False),
+    sa.Column("intent", sa.String(16)),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("outcome", sa.String(32)),
+    sa.Column("fallback_type", sa.String(64)),
+    sa.Column("prompt_hashes", sa.Text(), nullable=False),
+    sa.Column("rule_set_version", sa.String(64), nullable=False),
+    sa.Column("models", sa.Text(), nullable=False),
+    sa.Column("published_report", LongText),
+    sa.Column("started_at", Timestamp, nullable=False),
+    sa.Column("finished_at", Timestamp),
+    sa.Index("ix_runs_session_started", "session_key", "started_at"),
+)
+
+tool_invocations = sa.Table(
+    "tool_invocations",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("tool_call_id", sa.String(128), nullable=False),
+    sa.Column("tool_name", sa.String(32), nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("evidence_status", sa.String(16)),
+    sa.Column("count", sa.Integer(), nullable=False),
+    sa.Column("raw_bytes", sa.BigInteger(), nullable=False),
+    sa.Column("projection_bytes", sa.Integer(), nullable=False),
+    sa.Column("truncated", sa.Boolean(), nullable=False),
+    sa.Column("duration_ms", sa.Float(), nullable=False),
+    sa.Column("error_code", sa.String(64)),
+    sa.Column("started_at", Timestamp, nullable=False),
+    sa.UniqueConstraint("run_id", "tool_call_id", name="uq_tool_invocations_call"),
+)
+
+timeline_events = sa.Table(
+    "timeline_events",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("seq", sa.Integer(), nullable=False),
+    sa.Column("type", sa.String(40), nullable=False),
+    sa.Column("at", Timestamp, nullable=False),
+    sa.Column("duration_ms", sa.Float(), nullable=False),
+    sa.Column("summary", sa.Text(), nullable=False),
+    sa.UniqueConstraint("run_id", "seq", name="uq_timeline_events_seq"),
+)
+
+reasoning_audit = sa.Table(
+    "reasoning_audit",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("stage", sa.String(40), nullable=False),
+    sa.Column("step", sa.Integer(), nullable=False),
+    sa.Column("content", LongText, nullable=False),
+    sa.Column("recorded_at", Timestamp, nullable=False),
+    sa.Index("ix_reasoning_audit_run", "run_id", "stage", "step"),
+)
+
+
+def to_db_time(value: datetime) -> datetime:
+    """Store times as naive UTC: the one form SQLite, MariaDB and PostgreSQL all keep unchanged."""
+    if value.tzinfo is not None:
+        value = value.astimezone(UTC).replace(tzinfo=None)
+    return value
+
+
+def from_db_time(value: datetime | None) -> datetime | None:
+    """Read back a stored time as an aware UTC datetime."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def dumps(value: Any) -> str:
+    """JSON text for a Text column (portable across the three backends)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class Database:
+    """One async engine plus the schema; `await create_all()` once, `await dispose()` at shutdown."""
+
+    def __init__(self, url: str, **engine_options: Any) -> None:
+        self.url = normalize_url(url)
+        self.engine: AsyncEngine = create_async_engine(self.url, **engine_options)
+
+    @property
+    def dialect(self) -> str:
+        """The backend name: sqlite, mysql or postgresql."""
+        return make_url(self.url).get_backend_name()
+
+    async def create_all(self) -> None:
+        """Create the tables and indexes that do not exist yet."""
+        async with self.engine.begin() as conn:
+            await conn.run_sync(metadata.create_all)
+
+    async def dispose(self) -> None:
+        """Close every pooled connection."""
+        await self.engine.dispose()

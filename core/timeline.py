@@ -1,0 +1,93 @@
+"""RunTimeline: records one run's ordered events, keeping only safe scalars (the last guard against payloads)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Callable
+from datetime import UTC, datetime
+from enum import Enum
+from typing import Any
+
+from core.contracts.run import EventType, TimelineEvent
+from core.ports import TimelineStore
+from core.redaction import redact
+
+logger = logging.getLogger(__name__)
+
+MAX_STRING_CHARS = 300
+MAX_KEYS = 30
+MAX_LIST_ITEMS = 20
+MAX_KEY_CHARS = 64
+_MARKER = "…"
+
+Scalar = str | int | float | bool | None
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _scalar(value: Any) -> tuple[bool, Scalar]:
+    """(kept, value): enums become their value, strings are redacted and capped, anything else is dropped."""
+    if isinstance(value, Enum):
+        value = value.value
+    if value is None or isinstance(value, bool | int):
+        return True, value
+    if isinstance(value, float):
+        return True, value if math.isfinite(value) else None
+    if isinstance(value, str):
+        text = redact(value[: MAX_STRING_CHARS * 4])
+        if len(text) > MAX_STRING_CHARS:
+            text = text[: MAX_STRING_CHARS - len(_MARKER)] + _MARKER
+        return True, text
+    return False, None
+
+
+def sanitize_summary(summary: dict[str, Any] | None) -> dict[str, Any]:
+    """Keep only str/int/float/bool/None values and short lists of them; cap strings; drop everything else."""
+    safe: dict[str, Any] = {}
+    for key, value in (summary or {}).items():
+        if len(safe) >= MAX_KEYS:
+            break
+        if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS:
+            continue
+        if isinstance(value, list | tuple):
+            items = [_scalar(v) for v in value[:MAX_LIST_ITEMS]]
+            if all(kept for kept, _ in items):
+                safe[key] = [v for _, v in items]
+            continue
+        kept, clean = _scalar(value)
+        if kept:
+            safe[key] = clean
+    return safe
+
+
+class RunTimeline:
+    """Timeline of one run: monotonic seq from 1, sanitised summaries, best-effort writes (a broken store is logged)."""
+
+    def __init__(self, run_id: str, store: TimelineStore, clock: Callable[[], datetime] = _utc_now) -> None:
+        self.run_id = run_id
+        self._store = store
+        self._clock = clock
+        self._seq = 0
+        self._lock = asyncio.Lock()
+
+    async def record(self, type: EventType, summary: dict[str, Any] | None = None, duration_ms: float = 0.0) -> None:
+        """Append one event with the next seq; never raises because of the store."""
+        duration = duration_ms if math.isfinite(duration_ms) and duration_ms >= 0 else 0.0
+        async with self._lock:
+            self._seq += 1
+            event = TimelineEvent(
+                run_id=self.run_id,
+                seq=self._seq,
+                type=EventType(type),
+                at=self._clock(),
+                duration_ms=duration,
+                summary=sanitize_summary(summary),
+            )
+            try:
+                await self._store.append(event)
+            except Exception as exc:  # a timeline write must not break the run it describes
+                logger.warning("timeline event %s#%d not stored: %s", self.run_id, self._seq, exc.__class__.__name__)
