@@ -1,0 +1,38 @@
+"""Builds the three read-only tools from the settings (the one place their backends are chosen)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+from core.contracts.evidence import ToolName
+from core.ports import Tool
+from core.settings import Settings
+from core.tools.knowledge import KnowledgeTool
+from core.tools.logs import LogsTool
+from core.tools.sql import SqlTool
+
+
+def clock_from(settings: Settings) -> Callable[[], datetime]:
+    """'Now' for default windows: the pinned DIAG_CLOCK when set (UTC if naive), else the real UTC clock."""
+    pinned = settings.diag_clock
+    if pinned is None:
+        return lambda: datetime.now(UTC)
+    fixed = pinned if pinned.tzinfo is not None else pinned.replace(tzinfo=UTC)
+    return lambda: fixed
+
+
+def build_tools(settings: Settings) -> dict[ToolName, Tool]:
+    """The tool backends configured by DIAG_LOGS_PATH, DIAG_KNOWLEDGE_PATH and DIAG_SQL_URL."""
+    clock = clock_from(settings)
+    return {
+        ToolName.LOOKUP_KNOWLEDGE: KnowledgeTool(settings.diag_knowledge_path),
+        ToolName.QUERY_LOGS: LogsTool(settings.diag_logs_path, clock),
+        ToolName.QUERY_MYSQL: SqlTool(
+            settings.diag_sql_url,
+            timeout_s=settings.diag_sql_timeout_s,
+            row_cap=settings.diag_sql_row_cap,
+            # A pinned clock also pins NOW() in SQL, so demo and replay queries see the same "now" as the logs.
+            clock=clock if settings.diag_clock is not None else None,
+        ),
+    }
