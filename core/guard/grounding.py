@@ -9,10 +9,7 @@ from core.guard.numbers import canonical, numbers_in, source_tokens
 
 
 def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
-    """NUMBER_NOT_IN_EVIDENCE for each distinct ungrounded number of an analysis, conclusion, action or recommendation.
-
-    Items whose citations resolve to no usable call are skipped here: the citation rules report them.
-    """
+    """NUMBER_NOT_IN_EVIDENCE for each distinct ungrounded number of an analysis, conclusion, action or recommendation."""
     params = data.rules.numeric
     ignore = frozenset(canonical(t) for t in params.ignore)
     argument_keys = params.argument_keys if params.allow_arguments else None
@@ -34,14 +31,22 @@ def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
                 reported.add(number)
                 yield Finding("NUMBER_NOT_IN_EVIDENCE", path, f"the number {number} does not appear in the tool results cited")
 
-    calls_of_analysis: dict[str, list[str]] = {}
+    # An item is checked only when every call it rests on is usable; otherwise its citations are already rejected
+    # by the (locked) ownership rule, and reporting its numbers too would only repeat that.
+    calls_of_analysis: dict[str, list[str] | None] = {}
     for i, item in enumerate(data.draft.analysis):
-        cids = list(dict.fromkeys(c for c in item.tool_call_ids if c in data.parsed))
-        calls_of_analysis.setdefault(item.analysis_id.strip(), []).extend(cids)
-        if cids:
+        cids: list[str] | None = list(dict.fromkeys(item.tool_call_ids))
+        if cids and all(c in data.usable for c in cids):
             yield from ungrounded(f"analysis[{i}].text", item.text, cids)
+        else:
+            cids = None
+        aid = item.analysis_id.strip()
+        known = calls_of_analysis.get(aid, [])
+        calls_of_analysis[aid] = None if known is None or cids is None else [*known, *cids]
     for prefix, text, refs in dependent_items(data.draft):
-        cids = list(dict.fromkeys(c for ref in refs for c in calls_of_analysis.get(ref.strip(), [])))
-        if cids:
-            field = "action" if prefix.startswith("action_plan") else "text"
-            yield from ungrounded(f"{prefix}.{field}", text, cids)
+        bases = [calls_of_analysis.get(ref.strip()) for ref in refs if ref.strip() in calls_of_analysis]
+        if not bases or any(base is None for base in bases):
+            continue
+        cids = list(dict.fromkeys(c for base in bases if base is not None for c in base))
+        field = "action" if prefix.startswith("action_plan") else "text"
+        yield from ungrounded(f"{prefix}.{field}", text, cids)

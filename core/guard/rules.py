@@ -41,8 +41,9 @@ RULE_CODES: dict[str, tuple[str, ...]] = {
     "numeric_grounding": ("NUMBER_NOT_IN_EVIDENCE",),
 }
 
-# Without ownership a citation proves nothing, so no rules file may switch it off or make it a warning.
-LOCKED_RULES = frozenset({"invocation_ownership"})
+# Closure rests on these two: every analysis cites something, and every citation is a real call of this run.
+# Without them a draft with no evidence at all could pass, so no rules file may switch them off or warn only.
+LOCKED_RULES = frozenset({"draft_structure", "invocation_ownership"})
 
 
 class RulesFileError(ValueError):

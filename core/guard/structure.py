@@ -50,7 +50,12 @@ def check_draft_structure(data: GuardInput) -> Iterator[Finding]:
 
 
 def check_analysis_references(data: GuardInput) -> Iterator[Finding]:
-    """ANALYSIS_REFERENCE_MISSING (cites no analysis) and ANALYSIS_REFERENCE_UNKNOWN (cites an id not in the draft)."""
+    """ANALYSIS_REFERENCE_MISSING (cites no analysis) and ANALYSIS_REFERENCE_UNKNOWN (cites an id not in the draft).
+
+    A draft with no analysis at all is reported once, as ANALYSIS_EMPTY (locked structure rule), not per reference.
+    """
+    if not data.draft.analysis:
+        return
     known = {item.analysis_id.strip() for item in data.draft.analysis if item.analysis_id.strip()}
     for prefix, _, refs in dependent_items(data.draft):
         if not refs:

@@ -1,0 +1,75 @@
+"""The numeric tokenizer shared by draft text and evidence sources."""
+
+from __future__ import annotations
+
+import pytest
+
+from core.guard.numbers import canonical, numbers_in, source_tokens
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("OOM 3 times", ["3"]),
+        ("slow SQL took 12s.", ["12"]),
+        ("upgraded to 4.18.0.", ["4.18.0"]),
+        ("released as v4.18.0 yesterday", ["4.18.0"]),
+        ("first error at 23:05:28.", ["23:05:28"]),
+        ("CPU at 92% on 1,024 pods", ["92", "1024"]),
+        ("2026-11-29T23:05:28.123Z", ["2026", "11", "29", "23:05:28.123"]),
+        ("HikariPool-1 - Connection is not available", ["1"]),
+    ],
+)
+def test_numbers_in_finds_maximal_digit_runs(text: str, expected: list[str]) -> None:
+    """Numbers are maximal digit runs joined by . , : ; a trailing full stop and unit suffixes are not part of them."""
+    assert numbers_in(text) == expected
+
+
+@pytest.mark.parametrize("text", ["as a1 shows", "p99 latency", "5xx responses", "call_12 said", "k8s node", "HikariPool1"])
+def test_digits_glued_after_letters_are_words_not_numbers(text: str) -> None:
+    """Identifiers such as analysis ids, percentiles, status classes and tool call ids are not numbers."""
+    assert numbers_in(text) == []
+
+
+def test_thousands_separator_is_normalised() -> None:
+    """'1,024' and '1024' are the same number; '1,2' (not a thousands group) stays as written."""
+    assert canonical("1,024") == "1024"
+    assert canonical("12,345,678.5") == "12345678.5"
+    assert canonical("1,2") == "1,2"
+
+
+def test_source_tokens_cover_items_count_window_and_timestamp_parts() -> None:
+    """Evidence tokens include item text numbers, the count, window arguments and sub-tokens of times."""
+    projection = {
+        "tool_call_id": "call_77",
+        "tool_name": "query_logs",
+        "evidence_status": "EVIDENCE_FOUND",
+        "count": 37,
+        "logs": [{"timestamp": "2026-11-29T23:05:28.123Z", "message": "pool size 10 exhausted", "fields": {"ms": 30000}}],
+    }
+    tokens = source_tokens(projection, {"start": "2026-11-29T22:30:00Z", "limit": 20, "sql": "x 99"}, ["start", "limit"])
+    for expected in [
+        "37",
+        "10",
+        "30000",
+        "23:05:28.123",
+        "23:05:28",
+        "23:05",
+        "23",
+        "05",
+        "5",
+        "28",
+        "2026",
+        "29",
+        "22:30",
+        "20",
+    ]:
+        assert expected in tokens, expected
+    assert "77" not in tokens, "tool_call_id is never a grounding source"
+    assert "99" not in tokens, "only the chosen argument keys are sources"
+
+
+def test_source_tokens_without_arguments_ignore_them() -> None:
+    """With argument_keys None the call's arguments ground nothing."""
+    tokens = source_tokens({"count": 1, "rows": [[2.0, True, None]]}, {"limit": 20}, None)
+    assert tokens == frozenset({"1", "2.0", "2"})
