@@ -83,7 +83,8 @@ def register_events(app: AsyncApp, deps: BotDeps) -> None:
     async def on_mention(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
         if event.get("bot_id") or event.get("subtype"):
             return
-        await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id))
+        with deps.runner.busy():
+            await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id))
 
     @app.event("message")
     async def on_message(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
@@ -91,6 +92,6 @@ def register_events(app: AsyncApp, deps: BotDeps) -> None:
             return
         team = body.get("team_id") or event.get("team") or ""
         session = SessionKey(team=team, channel=event.get("channel", ""), thread_ts=event["thread_ts"])
-        if not await deps.chat.has_session(session.as_str()):
-            return
-        await dispatch_turn(deps, body, event, (event.get("text") or "").strip())
+        with deps.runner.busy():
+            if await deps.chat.has_session(session.as_str()):
+                await dispatch_turn(deps, body, event, (event.get("text") or "").strip())

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
@@ -30,11 +31,21 @@ class TurnRunner:
         self._client = client
         self._progress_interval_s = progress_interval_s
         self._tasks: set[asyncio.Task[None]] = set()
+        self._busy = 0
 
     @property
     def in_flight(self) -> int:
-        """Number of turns still running."""
-        return len(self._tasks)
+        """Listeners still deciding plus background turns still running."""
+        return len(self._tasks) + self._busy
+
+    @contextlib.contextmanager
+    def busy(self) -> Iterator[None]:
+        """Mark a listener at work (so shutdown and tests can wait for it)."""
+        self._busy += 1
+        try:
+            yield
+        finally:
+            self._busy -= 1
 
     def start(self, session: SessionKey, text: str, user: str, message_ts: str) -> asyncio.Task[None]:
         """Schedule a turn and return at once."""
