@@ -56,7 +56,9 @@ class AgentResult(BaseModel):
     tool_calls: int = 0
 
 
-class _Stop(Exception):
+class LoopStopped(Exception):
+    """Raised inside a loop to end it with a stop reason."""
+
     def __init__(self, reason: StopReason) -> None:
         super().__init__(reason)
         self.reason = reason
@@ -79,12 +81,12 @@ async def race(ctx: RunContext, work: Awaitable[T]) -> T:
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
     except TimeoutError:
         await _drop(task)
-        raise _Stop("deadline") from None
+        raise LoopStopped("deadline") from None
     finally:
         await _drop(cancel_wait)
     if not task.done():
         await _drop(task)
-        raise _Stop("cancelled")
+        raise LoopStopped("cancelled")
     return task.result()
 
 
@@ -145,24 +147,24 @@ class DiagnosisAgent:
                 if outcome.draft is not None:
                     return self._result(outcome.draft, "submitted", ctx, state)
                 if outcome.budget_stop is not None:
-                    raise _Stop(outcome.budget_stop)
+                    raise LoopStopped(outcome.budget_stop)
                 if outcome.mistakes:
                     state.mistakes += 1
                     if state.mistakes > self.corrective_turns:
-                        raise _Stop("wire_format")
-        except _Stop as stop:
+                        raise LoopStopped("wire_format")
+        except LoopStopped as stop:
             log.info("agent stopped run=%s reason=%s steps=%d", ctx.run_id, stop.reason, state.steps)
             return self._result(None, stop.reason, ctx, state)
 
     def _check_limits(self, ctx: RunContext, state: _LoopState) -> None:
         if ctx.cancelled.is_set():
-            raise _Stop("cancelled")
+            raise LoopStopped("cancelled")
         if ctx.seconds_left() <= 0:
-            raise _Stop("deadline")
+            raise LoopStopped("deadline")
         if state.steps >= ctx.budgets.max_steps:
-            raise _Stop("budget_steps")
+            raise LoopStopped("budget_steps")
         if max(ctx.observation_bytes, state.observation_bytes) >= ctx.budgets.max_observation_bytes:
-            raise _Stop("budget_observation")
+            raise LoopStopped("budget_observation")
 
     async def _step(self, ctx: RunContext, messages: list[dict[str, Any]], state: _LoopState) -> _StepOutcome:
         state.steps += 1
@@ -212,7 +214,7 @@ class DiagnosisAgent:
                  "status_code": exc.status_code},
                 (time.monotonic() - started) * 1000,
             )
-            raise _Stop("model_unavailable") from None
+            raise LoopStopped("model_unavailable") from None
         await ctx.timeline.record(
             EventType.MODEL_CALL,
             {"stage": "agent", "model": self.model_name, "step": step, "tool_calls": len(reply.tool_calls),
