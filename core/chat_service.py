@@ -50,8 +50,18 @@ def explain_stop(stop_reason: str) -> str:
     return STOP_REASONS.get(stop_reason, f"the agent stopped without a draft ({stop_reason})")
 
 
+class RouteDecisionLike(Protocol):
+    @property
+    def intent(self) -> Intent: ...
+
+    @property
+    def source(self) -> str: ...
+
+
 class IntentRouting(Protocol):
-    async def route(self, text: str) -> Intent: ...
+    async def decide(self, text: str) -> RouteDecisionLike:
+        """The intent and what decided it ('rule', 'model' or 'fallback')."""
+        ...
 
 
 class AgentRunResult(Protocol):
@@ -255,8 +265,8 @@ class ChatService:
             await ctx.progress.update(ctx.run_id, "routing")
         started = time.monotonic()
         try:
-            intent = await self._router.route(ctx.query)
-            routed_by = "router"
+            decision = await self._router.decide(ctx.query)
+            intent, routed_by = decision.intent, decision.source
         except Exception as exc:
             # A broken router must not lose the question: diagnosis is the safe default.
             log.warning("router failed for %s: %s", ctx.run_id, type(exc).__name__)

@@ -92,14 +92,20 @@ class RunTimelineDouble:
                                               duration_ms=duration_ms, summary=summary or {}))
 
 
+@dataclass
+class Decision:
+    intent: Intent
+    source: str
+
+
 class Router:
     def __init__(self, intent: Intent | Exception = Intent.DIAGNOSIS) -> None:
         self.intent = intent
 
-    async def route(self, text: str) -> Intent:
+    async def decide(self, text: str) -> Decision:
         if isinstance(self.intent, Exception):
             raise self.intent
-        return self.intent
+        return Decision(self.intent, "model")
 
 
 @dataclass

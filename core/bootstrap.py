@@ -1,0 +1,207 @@
+"""The one wiring place: builds the real adapters from Settings and hands them to the ChatService.
+
+Nothing is built at import time. Tests call `build_services` with other adapters (a scripted model, a
+real Redis under a test prefix, other tools) and get the same wiring as production.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from core.agent.loop import DiagnosisAgent
+from core.boundary import ToolBoundary
+from core.chat_service import ChatService, RunVersions
+from core.contracts.evidence import ToolName
+from core.contracts.run import Budgets
+from core.evidence_repair import LlmEvidenceRepairer
+from core.guard.evidence_guard import EvidenceGuard
+from core.guard.rules import load_rules
+from core.knowledge_path import KnowledgeAnswerer
+from core.llm.model import ChatModel, ModelReply, ModelUnavailable
+from core.llm.openai_model import OpenAIChatModel
+from core.ports import AuditStore, CanonicalStore, KeyValueStore, RunStore, TimelineStore, Tool
+from core.prompts import PromptLibrary
+from core.release.release import DiagnosisRelease
+from core.router import IntentRouter
+from core.semantic_guard import LlmSemanticJudge
+from core.sessions import SessionGate
+from core.settings import Settings
+from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
+from core.stores.kv import InMemoryKV, RedisKV
+from core.stores.sql.audit import SqlAuditStore
+from core.stores.sql.db import Database
+from core.stores.sql.runs import SqlRunStore
+from core.stores.sql.timeline import SqlTimelineStore
+from core.timeline import RunTimeline
+from core.tools.registry import build_tools
+
+log = logging.getLogger(__name__)
+
+UNCONFIGURED = "unconfigured"
+MODEL_HINT = (
+    "no model configured: set OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI itself) and DIAG_MODEL "
+    "(optionally DIAG_GUARD_MODEL), or run `diagbot demo` for the offline demo"
+)
+
+
+class ModelNotConfigured(Exception):
+    """A command that needs the model ran without OPENAI_BASE_URL / DIAG_MODEL."""
+
+
+class UnconfiguredModel:
+    """Stands in when no endpoint is configured: every call fails clearly (the run ends FAILURE, not a crash)."""
+
+    async def complete(
+        self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+        timeout_s: float = 60.0,
+    ) -> ModelReply:
+        """Always raise ModelUnavailable naming the missing configuration."""
+        raise ModelUnavailable(MODEL_HINT)
+
+
+def model_configured(settings: Settings) -> bool:
+    """True when settings name a model and an endpoint (a base URL, or an API key for OpenAI's default URL)."""
+    return bool(settings.diag_model) and bool(settings.openai_base_url or settings.openai_api_key)
+
+
+@dataclass
+class Services:
+    """Everything `build_services` made; `aclose()` releases what it opened."""
+
+    settings: Settings
+    chat_service: ChatService
+    boundary: ToolBoundary
+    canonical: CanonicalStore
+    kv: KeyValueStore
+    runs: RunStore
+    timeline_store: TimelineStore
+    audit: AuditStore
+    database: Database | None
+    model: ChatModel
+    prompts: PromptLibrary
+    is_model_configured: bool
+    redis: aioredis.Redis | None = None
+    _closers: list[Any] = field(default_factory=list)
+
+    def timeline_for(self, run_id: str) -> RunTimeline:
+        """A Timeline recording events of one run."""
+        return RunTimeline(run_id, self.timeline_store)
+
+    def require_model(self) -> None:
+        """Raise ModelNotConfigured (a clear message, not a traceback) when no model endpoint is configured."""
+        if not self.is_model_configured:
+            raise ModelNotConfigured(MODEL_HINT)
+
+    async def aclose(self) -> None:
+        """Close the model client, Redis and the database engine (each once)."""
+        closers, self._closers = self._closers, []
+        for close in reversed(closers):
+            try:
+                await close()
+            except Exception as exc:  # closing must finish even if one resource is already gone
+                log.warning("closing %s failed: %s", getattr(close, "__qualname__", close), type(exc).__name__)
+
+
+async def build_services(
+    settings: Settings,
+    *,
+    model: ChatModel | None = None,
+    tools: Mapping[ToolName, Tool] | None = None,
+    canonical: CanonicalStore | None = None,
+    kv: KeyValueStore | None = None,
+    runs: RunStore | None = None,
+    timeline_store: TimelineStore | None = None,
+    audit: AuditStore | None = None,
+    redis_prefix: str = "diag:",
+    budgets: Budgets | None = None,
+) -> Services:
+    """Build every adapter from settings; keyword overrides replace single adapters (tests, benchmarks)."""
+    closers: list[Any] = []
+    redis_client: aioredis.Redis | None = None
+    if settings.redis_url and (canonical is None or kv is None):
+        redis_client = aioredis.from_url(settings.redis_url)
+        closers.append(redis_client.aclose)
+    if canonical is None:
+        if redis_client is not None:
+            canonical = RedisCanonicalStore(redis_client, redis_prefix, settings.diag_canonical_ttl_s)
+        else:
+            canonical = InMemoryCanonicalStore(settings.diag_canonical_ttl_s)
+    if kv is None:
+        if redis_client is not None:
+            kv = RedisKV(redis_client, redis_prefix)
+        else:
+            log.warning("REDIS_URL unset: locks, cancel flags and dedup are in-process (single process only)")
+            kv = InMemoryKV()
+
+    database: Database | None = None
+    if runs is None or timeline_store is None or audit is None:
+        database = Database(settings.database_url)
+        closers.append(database.dispose)
+        try:
+            await database.create_all()
+        except Exception:
+            for close in reversed(closers):
+                await close()
+            raise
+        audit = audit or SqlAuditStore(database)
+        runs = runs or SqlRunStore(database)
+        timeline_store = timeline_store or SqlTimelineStore(database)
+    assert runs is not None and timeline_store is not None and audit is not None  # for mypy: set above
+
+    configured = model is not None or model_configured(settings)
+    if model is None:
+        if configured:
+            openai_model = OpenAIChatModel(
+                settings.openai_base_url,
+                settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+            )
+            closers.append(openai_model.aclose)
+            model = openai_model
+        else:
+            model = UnconfiguredModel()
+    agent_model = settings.diag_model or UNCONFIGURED
+    guard_model = settings.guard_model or UNCONFIGURED
+
+    prompts = PromptLibrary(settings.diag_prompts_dir)
+    rules = load_rules(settings.diag_rules_file)
+    budgets = budgets or settings.budgets
+    boundary = ToolBoundary(
+        tools if tools is not None else build_tools(settings), canonical, audit,
+        projection_max_bytes=settings.diag_projection_max_bytes,
+    )
+    guard = EvidenceGuard(canonical, rules)
+    repairer = LlmEvidenceRepairer(model, agent_model, prompts, audit)
+    judge = LlmSemanticJudge(model, guard_model, prompts, audit, input_cap_bytes=settings.diag_semantic_input_cap_bytes)
+    release = DiagnosisRelease(guard, repairer, judge, canonical)
+    agent = DiagnosisAgent(model, agent_model, boundary, prompts, audit)
+    router = IntentRouter(model, agent_model, prompts)
+    knowledge = KnowledgeAnswerer(model, agent_model, boundary, prompts, canonical, audit)
+
+    timeline_sink = timeline_store
+    chat_service = ChatService(
+        router=router,
+        agent=agent,
+        release=release,
+        knowledge=knowledge,
+        runs=runs,
+        timeline_store=timeline_store,
+        timeline_factory=lambda run_id: RunTimeline(run_id, timeline_sink),
+        kv=kv,
+        versions=RunVersions(
+            prompt_hashes=prompts.hashes(),
+            rule_set_version=rules.rule_set_version,
+            models={"agent": agent_model, "router": agent_model, "repair": agent_model, "guard": guard_model},
+        ),
+        budgets=budgets,
+        gate=SessionGate(kv, run_deadline_s=budgets.deadline_s),
+    )
+    return Services(
+        settings=settings, chat_service=chat_service, boundary=boundary, canonical=canonical, kv=kv, runs=runs,
+        timeline_store=timeline_store, audit=audit, database=database, model=model, prompts=prompts,
+        is_model_configured=configured, redis=redis_client, _closers=closers,
+    )

@@ -1,0 +1,190 @@
+"""`diagbot`: the one console script (SPEC §13). Each command reads Settings once and goes through build_services."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import uuid
+from collections.abc import Sequence
+from typing import Any, get_args
+
+from pydantic import BaseModel, ValidationError
+
+from core.bootstrap import ModelNotConfigured, build_services
+from core.contracts.evidence import ToolName
+from core.contracts.run import SessionKey, Turn
+from core.outcome_text import render_outcome, render_timeline
+from core.run_context import RunContext
+from core.settings import Settings
+from core.tools.args import args_model_for
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every command (tool options are added per tool at parse time)."""
+    parser = argparse.ArgumentParser(prog="diagbot", description="Evidence-gated incident diagnosis bot.")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO (default: WARNING)")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands.add_parser("serve", help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, else HTTP on $PORT)")
+    ask = commands.add_parser("ask", help="one turn through the pipeline, printed as text")
+    ask.add_argument("question")
+    ask.add_argument("--thread", default=None, help="session id: turns with the same id are follow-ups")
+    demo = commands.add_parser("demo", help="the bundled scenarios, offline with recorded model responses")
+    demo.add_argument("--live", action="store_true", help="ask the configured model endpoint instead")
+    trace = commands.add_parser("trace", help="a run's timeline")
+    trace.add_argument("run_id")
+    tool = commands.add_parser(
+        "tool", help="call one tool through the ToolBoundary and print its projection JSON",
+        description="Tools: " + ", ".join(t.value for t in ToolName) + ". Each argument is an option: --service X.",
+    )
+    tool.add_argument("name", help="tool name")
+    return parser
+
+
+def tool_parser(name: ToolName) -> argparse.ArgumentParser:
+    """Options of one tool, built from its argument model (values are validated by the boundary, not here)."""
+    model = args_model_for(name)
+    parser = argparse.ArgumentParser(prog=f"diagbot tool {name.value}", description=model.__doc__)
+    for field_name, field in model.model_fields.items():
+        parser.add_argument(f"--{field_name.replace('_', '-')}", dest=field_name, default=None,
+                            help=(field.description or "") + (" (required)" if field.is_required() else ""))
+    return parser
+
+
+def tool_arguments(model: type[BaseModel], values: dict[str, str | None]) -> dict[str, Any]:
+    """Arguments as the model would send them: numbers as numbers when they parse, everything else as given."""
+    arguments: dict[str, Any] = {}
+    for key, raw in values.items():
+        if raw is None:
+            continue
+        annotation = model.model_fields[key].annotation
+        kinds = {annotation, *get_args(annotation)}
+        value: Any = raw
+        if int in kinds:
+            try:
+                value = int(raw)
+            except ValueError:
+                value = raw  # the boundary turns it into an INVALID_ARGUMENTS projection
+        arguments[key] = value
+    return arguments
+
+
+async def _ask(settings: Settings, question: str, thread: str | None) -> int:
+    services = await build_services(settings)
+    try:
+        services.require_model()
+        thread_id = thread or f"cli-{uuid.uuid4().hex[:12]}"
+        turn = Turn(session=SessionKey(team="cli", channel="terminal", thread_ts=thread_id), text=question,
+                    user="cli", message_ts=uuid.uuid4().hex)
+        outcome = await services.chat_service.handle(turn)
+        print(render_outcome(outcome))
+        print(f"thread: {thread_id}")
+        return EXIT_OK
+    finally:
+        await services.aclose()
+
+
+async def _trace(settings: Settings, run_id: str) -> int:
+    services = await build_services(settings)
+    try:
+        run = await services.chat_service.get_run(run_id)
+        if run is None:
+            print(f"no run {run_id} in {settings.database_url.split('://', 1)[0]} database", file=sys.stderr)
+            return EXIT_FAILED
+        print(render_timeline(run, await services.chat_service.timeline(run_id)))
+        return EXIT_OK
+    finally:
+        await services.aclose()
+
+
+async def _tool(settings: Settings, name: ToolName, arguments: dict[str, Any]) -> int:
+    services = await build_services(settings)
+    try:
+        run_id = f"cli_{uuid.uuid4().hex}"
+        ctx = RunContext(run_id=run_id, session_key=f"cli:{run_id}", query=f"diagbot tool {name.value}",
+                         timeline=services.timeline_for(run_id), budgets=settings.budgets)
+        projection = await services.boundary.invoke(ctx, None, name.value, arguments)
+        print(json.dumps(projection, indent=2, ensure_ascii=False))
+        return EXIT_FAILED if projection.get("evidence_status") == "ERROR" else EXIT_OK
+    finally:
+        await services.aclose()
+
+
+async def _serve(settings: Settings) -> int:
+    from bot.serve import serve  # the Slack adapter, imported only for this command
+
+    await serve(settings)
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `diagbot` console script."""
+    parser = build_parser()
+    args, rest = parser.parse_known_args(argv)
+    if rest and args.command != "tool":
+        parser.error(f"unrecognized arguments: {' '.join(rest)}")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        print(f"diagbot: invalid configuration: {exc.error_count()} problem(s): "
+              + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False)),
+              file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return asyncio.run(_dispatch(parser, args, rest, settings))
+    except ModelNotConfigured as exc:
+        print(f"diagbot: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, rest: list[str], settings: Settings) -> int:
+    from core.demo import run_demo  # the demo pulls in the local fake server; only this command needs it
+
+    if args.command == "ask":
+        return await _ask(settings, args.question, args.thread)
+    if args.command == "demo":
+        return await run_demo(live=args.live, settings=settings)
+    if args.command == "trace":
+        return await _trace(settings, args.run_id)
+    if args.command == "serve":
+        return await _serve(settings)
+    try:
+        name = ToolName(args.name)
+    except ValueError:
+        parser.error(f"unknown tool {args.name!r}; tools: {', '.join(t.value for t in ToolName)}")
+    tool_cli = tool_parser(name)
+    options, unknown = tool_cli.parse_known_args(rest)
+    arguments = tool_arguments(args_model_for(name), vars(options))
+    arguments.update(_extra_options(tool_cli, unknown))
+    return await _tool(settings, name, arguments)
+
+
+def _extra_options(parser: argparse.ArgumentParser, unknown: list[str]) -> dict[str, str]:
+    """Options the tool does not know are passed on, so the boundary rejects them with an ERROR projection."""
+    extra: dict[str, str] = {}
+    pending: str | None = None
+    for token in unknown:
+        if token.startswith("--"):
+            key, eq, value = token[2:].partition("=")
+            if eq:
+                extra[key.replace("-", "_")] = value
+            else:
+                pending = key.replace("-", "_")
+                extra[pending] = ""
+        elif pending is not None:
+            extra[pending], pending = token, None
+        else:
+            parser.error(f"unexpected value {token!r}: every tool argument is an option (--name value)")
+    return extra
+
+
+if __name__ == "__main__":
+    sys.exit(main())
