@@ -50,8 +50,9 @@ def timeline_blocks(run: RunRecord, events: list[TimelineEvent]) -> list[dict[st
     if not events:
         blocks.append(section("No timeline events recorded."))
         return blocks
-    t0 = events[0].at.timestamp()
-    lines = [event_line(e, t0) for e in sorted(events, key=lambda e: e.seq)]
+    ordered = sorted(events, key=lambda e: e.seq)
+    t0 = min(e.at.timestamp() for e in ordered)
+    lines = [event_line(e, t0) for e in ordered]
     for i in range(0, len(lines), _LINES_PER_SECTION):
         blocks.append(section("\n".join(lines[i : i + _LINES_PER_SECTION])))
     return blocks

@@ -8,6 +8,7 @@ an `ok: false` answer here rather than in production.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 from collections import defaultdict
@@ -83,6 +84,7 @@ class FakeSlack:
     responses: list[dict[str, Any]] = field(default_factory=list)
     faults: dict[str, list[Fault]] = field(default_factory=lambda: defaultdict(list))
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    _response_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
     port: int = 0
@@ -134,7 +136,16 @@ class FakeSlack:
         body = await request.json()
         body["_key"] = request.match_info["key"]
         self.responses.append(body)
+        self._response_arrived.set()
         return web.Response(text="ok")
+
+    async def next_response(self, timeout_s: float = 5.0) -> dict[str, Any]:
+        """Wait for and take the oldest response_url post (respond())."""
+        async with asyncio.timeout(timeout_s):
+            while not self.responses:
+                self._response_arrived.clear()
+                await self._response_arrived.wait()
+        return self.responses.pop(0)
 
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]

@@ -1,0 +1,99 @@
+"""/diag commands and the View trace button: authorisation by team and channel membership, usage, cancel."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bot.access import DENIAL
+from tests.bot.conftest import Harness
+from tests.bot.slack_requests import mention
+
+
+async def _command(h: Harness, text: str, user: str = "U1", team: str = "T1") -> dict[str, object]:
+    status, _ = await h.send.command(text, user=user, team=team, response_url=h.slack.response_url())
+    assert status == 200
+    await h.settle()
+    return await h.slack.next_response()
+
+
+async def test_trace_for_channel_member_shows_timeline_ephemerally(harness: Harness) -> None:
+    """A member of the run's channel (found on a later page of conversations.members) sees the timeline."""
+    harness.chat.add_run("run_abc", team="T1", channel="C1")
+    resp = await _command(harness, "trace run_abc", user="U5")
+    assert resp["response_type"] == "ephemeral"
+    text = str(resp["blocks"])
+    assert "RUN_STARTED" in text
+    assert "TOOL_CALL" in text
+    assert "RUN_FINISHED" in text
+    assert len(harness.slack.calls_of("conversations.members")) == 3  # 5 members, 2 per page
+
+
+async def test_membership_is_cached_briefly(harness: Harness) -> None:
+    """A second trace of the same channel does not call conversations.members again."""
+    harness.chat.add_run("run_abc", team="T1", channel="C1")
+    await _command(harness, "trace run_abc", user="U1")
+    calls = len(harness.slack.calls_of("conversations.members"))
+    await _command(harness, "trace run_abc", user="U2")
+    assert len(harness.slack.calls_of("conversations.members")) == calls
+
+
+async def test_denial_is_identical_for_non_member_other_team_and_unknown_id(harness: Harness) -> None:
+    """Non-members, users of another team and unknown ids all get the same one-line denial and nothing else."""
+    harness.chat.add_run("run_abc", team="T1", channel="C1")
+    answers = [
+        await _command(harness, "trace run_abc", user="U9"),
+        await _command(harness, "trace run_abc", user="U1", team="T2"),
+        await _command(harness, "trace run_nope", user="U1"),
+    ]
+    for a in answers:
+        assert a["text"] == DENIAL
+        assert "blocks" not in a or not a["blocks"]
+        assert a["response_type"] == "ephemeral"
+
+
+async def test_channel_the_bot_cannot_read_denies(harness: Harness) -> None:
+    """When Slack refuses conversations.members (e.g. channel_not_found), access is denied, not granted."""
+    harness.chat.add_run("run_x", team="T1", channel="C404")
+    assert (await _command(harness, "trace run_x", user="U1"))["text"] == DENIAL
+
+
+async def test_bad_usage_and_help(harness: Harness) -> None:
+    """Unknown subcommands get a one-line usage; empty text and 'help' get the help."""
+    assert str((await _command(harness, "frobnicate"))["text"]).startswith("Usage:")
+    assert str((await _command(harness, "trace"))["text"]).startswith("Usage:")
+    assert str((await _command(harness, "trace a b"))["text"]).startswith("Usage:")
+    assert "/diag trace" in str((await _command(harness, "help"))["blocks"])
+    assert "/diag trace" in str((await _command(harness, ""))["blocks"])
+
+
+async def test_diag_cancel_cancels_a_running_run(harness: Harness) -> None:
+    """/diag cancel <run_id> by a channel member cancels the run; the run ends and its thread says so."""
+    harness.chat.delay_s = 30
+    await harness.send.event(mention(ts="10.0"))
+    await asyncio.wait_for(harness.chat.started.wait(), 5)
+    resp = await _command(harness, "cancel run_1", user="U2")
+    assert resp["text"] == "Cancelling run `run_1`."
+    await harness.settle()
+    final = harness.slack.calls_of("chat.update")[-1].params
+    assert final["metadata"]["event_payload"] == {"run_id": "run_1", "intent": "DIAGNOSIS", "outcome": "FAILURE",
+                                                  "fallback_type": None}
+    assert (await _command(harness, "cancel run_1", user="U2"))["text"] == "Run `run_1` is not running."
+
+
+async def test_diag_cancel_by_non_member_is_denied(harness: Harness) -> None:
+    """A non-member cannot cancel a run (and learns nothing about it)."""
+    harness.chat.add_run("run_abc", team="T1", channel="C1")
+    assert (await _command(harness, "cancel run_abc", user="U9"))["text"] == DENIAL
+
+
+async def test_view_trace_button_uses_the_same_authorisation(harness: Harness) -> None:
+    """The footer's View trace button shows the timeline to members and the denial to others."""
+    harness.chat.add_run("run_abc", team="T1", channel="C1")
+    for user, allowed in (("U1", True), ("U9", False)):
+        status, _ = await harness.send.button("run_abc", user=user, response_url=harness.slack.response_url("b"))
+        assert status == 200
+        resp = await harness.slack.next_response()
+        assert resp["response_type"] == "ephemeral"
+        assert resp["replace_original"] is False
+        assert ("RUN_STARTED" in str(resp.get("blocks"))) is allowed
+        assert (resp["text"] == DENIAL) is not allowed

@@ -1,0 +1,54 @@
+"""Slack API faults: 429 retried honouring Retry-After, refused reports replaced by a short note, oversized reports fit."""
+
+from __future__ import annotations
+
+from tests.bot.conftest import Harness
+from tests.bot.oversized import max_outcome
+from tests.bot.slack_requests import mention
+
+
+async def test_rate_limited_post_is_retried_after_retry_after(harness: Harness) -> None:
+    """A 429 with Retry-After on chat.postMessage is retried by the SDK handler and the placeholder lands."""
+    harness.slack.fail("chat.postMessage", "ratelimited", status=429, retry_after=1)
+    await harness.send.event(mention(ts="20.0"))
+    await harness.settle()
+    posts = harness.slack.calls_of("chat.postMessage")
+    assert len(posts) == 2
+    assert posts[0].params == posts[1].params
+    assert harness.slack.calls_of("chat.update")[-1].params["metadata"]["event_type"] == "diag_run_finished"
+
+
+async def test_refused_report_becomes_short_thread_message(harness: Harness) -> None:
+    """When Slack refuses the report (invalid_blocks), the thread gets a short note pointing at /diag trace."""
+    harness.slack.fail("chat.update", "invalid_blocks", times=10)
+    await harness.send.event(mention(ts="21.0"))
+    await harness.settle()
+    note = harness.slack.calls_of("chat.postMessage")[-1].params
+    assert note["text"] == "I couldn't post the full report (invalid_blocks); see /diag trace run_1"
+    assert note["thread_ts"] == "21.0"
+    assert note["metadata"]["event_payload"]["run_id"] == "run_1"
+
+
+async def test_failed_update_falls_back_to_posting_the_report(harness: Harness) -> None:
+    """If the placeholder cannot be edited (message_not_found), the full report is posted in the thread instead."""
+    harness.slack.fail("chat.update", "message_not_found", times=10)
+    await harness.send.event(mention(ts="22.0"))
+    await harness.settle()
+    final = harness.slack.calls_of("chat.postMessage")[-1].params
+    assert final["thread_ts"] == "22.0"
+    assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
+    assert any(b["type"] == "header" for b in final["blocks"])
+
+
+async def test_oversized_report_fits_and_fake_slack_accepts_it(harness: Harness) -> None:
+    """A report with every schema cap reached is truncated with a marker and accepted by Slack's block checks."""
+    harness.chat.make_outcome = max_outcome
+    await harness.send.event(mention(ts="23.0"))
+    await harness.settle()
+    final = harness.slack.calls_of("chat.update")[-1].params
+    assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
+    assert "…truncated, see /diag trace run_1" in str(final["blocks"])
+    assert harness.slack.messages[("C1", final["ts"])]["blocks"] == final["blocks"]
+    assert "<!channel>" not in str(final["blocks"])
+    assert "&lt;!channel&gt;" in str(final["blocks"])
+    assert not any("couldn't post" in c.params.get("text", "") for c in harness.slack.calls_of("chat.postMessage"))
