@@ -273,11 +273,17 @@ class _LoopState:
         self.observation_bytes += len(json.dumps(projection, default=str).encode())
         error = projection.get("error") or {}
         code = str(error.get("code", "")) if isinstance(error, dict) else ""
-        if "BUDGET" in code or "OBSERVATION" in code:
-            observation = "OBSERVATION" in code or (
-                max(ctx.observation_bytes, self.observation_bytes) >= ctx.budgets.max_observation_bytes
-            )
-            outcome.budget_stop = "budget_observation" if observation else "budget_tool_calls"
+        if "BUDGET" in code:
+            outcome.budget_stop = budget_stop_reason(ctx)
+
+
+def budget_stop_reason(ctx: RunContext) -> StopReason:
+    """Which budget a BUDGET_EXHAUSTED answer of the boundary ran into."""
+    if ctx.tool_calls >= ctx.budgets.max_tool_calls:
+        return "budget_tool_calls"
+    if ctx.seconds_left() <= 0:
+        return "deadline"
+    return "budget_observation"
 
 
 def _draft_summary(draft: DiagnosisDraft) -> dict[str, Any]:
