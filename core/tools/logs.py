@@ -27,8 +27,9 @@ DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
 
 
 def iso_utc(value: datetime) -> str:
-    """ISO-8601 in UTC with a 'Z' suffix."""
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    """ISO-8601 in UTC with a 'Z' suffix (milliseconds only when the time has them)."""
+    spec = "milliseconds" if value.microsecond else "seconds"
+    return value.astimezone(UTC).isoformat(timespec=spec).replace("+00:00", "Z")
 
 
 @dataclass

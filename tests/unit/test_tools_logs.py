@@ -1,0 +1,162 @@
+"""query_logs: matching rules, malformed lines, chunk boundaries, ordering, limits and failures."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from core.errors import ToolFailure
+from core.tools.args import LogsArgs
+from core.tools.log_query import parse_terms
+from core.tools.logs import LogsTool
+
+NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
+
+
+def _line(ts: str, service: str, level: str, message: str, **extra: Any) -> str:
+    return json.dumps({"timestamp": ts, "service": service, "level": level, "message": message, **extra})
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+
+
+@pytest.fixture
+def logs_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "logs"
+    _write(root / "a" / "order.jsonl", [
+        _line("2026-11-29T23:10:00Z", "order-service", "ERROR", "HikariPool-1 - Connection is not available", pod="p1"),
+        _line("2026-11-29T23:05:00Z", "order-service", "WARN", "Connection pool nearly full"),
+        _line("2026-11-29T22:00:00Z", "order-service", "ERROR", "Connection is not available (too old)"),
+        _line("2026-11-29T23:20:00Z", "Order-Service", "ERROR", "connection IS NOT available again"),
+        '{"timestamp": "2026-11-29T23:11:00Z", "service": "order-service", "message": "Connection is not av',
+        "not json at all order-service connection",
+        _line("2026-11-29T23:12:00Z", "payment-service", "ERROR", "Connection is not available"),
+    ])
+    _write(root / "b" / "deep" / "more.jsonl", [
+        _line("2026-11-29T23:01:00+00:00", "order-service", "ERROR", "Timeout: connection is not available", trace="t"),
+        json.dumps({"timestamp": "2026-11-29T23:02:00Z", "service": "order-service", "message": "connection without level"}),
+        json.dumps(["order-service", "connection"]),
+    ])
+    (root / "ignored.log").write_text(_line("2026-11-29T23:15:00Z", "order-service", "ERROR", "connection") + "\n")
+    return root
+
+
+async def _run(root: Path, chunk: int = 8 * 1024 * 1024, **kwargs: Any) -> Any:
+    return await LogsTool(root, lambda: NOW, chunk_bytes=chunk).run(LogsArgs(**kwargs))
+
+
+async def test_keywords_must_all_appear_case_insensitively(logs_dir: Path) -> None:
+    """Every keyword must be in the message; service matches exactly, ignoring case; only *.jsonl are read."""
+    result = await _run(logs_dir, service="ORDER-service", query="connection AVAILABLE")
+    messages = [item["message"] for item in result.items]
+    assert messages == [
+        "Timeout: connection is not available",
+        "HikariPool-1 - Connection is not available",
+        "connection IS NOT available again",
+    ]
+    assert result.total_count == 3
+    assert result.notes["files_scanned"] == 2
+
+
+async def test_quoted_phrase_matches_the_exact_phrase_only(logs_dir: Path) -> None:
+    """A quoted phrase must appear as a whole; 'Connection pool nearly full' does not match 'connection is'."""
+    result = await _run(logs_dir, service="order-service", query='"connection is not"')
+    assert result.total_count == 3
+    assert all("connection is not" in item["message"].lower() for item in result.items)
+
+
+async def test_level_and_window_filter(logs_dir: Path) -> None:
+    """level keeps only that level; lines outside [start, end] are excluded."""
+    result = await _run(logs_dir, service="order-service", query="connection", level="WARN")
+    assert [i["message"] for i in result.items] == ["Connection pool nearly full"]
+    windowed = await _run(logs_dir, service="order-service", query="connection", start="2026-11-29T21:00:00Z",
+                          end="2026-11-29T22:30:00Z")
+    assert [i["message"] for i in windowed.items] == ["Connection is not available (too old)"]
+
+
+async def test_malformed_and_incomplete_lines_are_skipped_and_counted(logs_dir: Path) -> None:
+    """Invalid JSON (and non-object JSON) is counted, lines without required fields are counted, none is fatal."""
+    result = await _run(logs_dir, service="order-service", query="connection")
+    assert result.notes["invalid_lines_skipped"] == 3
+    assert result.notes["lines_missing_fields"] == 1
+    assert result.total_count == 4
+
+
+async def test_items_carry_extra_fields_and_effective_arguments_resolve_the_window(logs_dir: Path) -> None:
+    """Other fields are kept on items; effective arguments hold the resolved ISO window, limit and level."""
+    result = await _run(logs_dir, service="order-service", query="hikaripool")
+    assert result.items[0]["pod"] == "p1"
+    assert result.items[0]["timestamp"] == "2026-11-29T23:10:00Z"
+    assert result.effective_arguments == {
+        "service": "order-service", "query": "hikaripool", "level": None,
+        "start": "2026-11-29T22:30:00Z", "end": "2026-11-29T23:30:00Z", "limit": 20,
+    }
+
+
+async def test_limit_keeps_the_earliest_matches_in_order_and_counts_all(tmp_path: Path) -> None:
+    """With more matches than the limit, the earliest `limit` are returned oldest first and total_count has all."""
+    lines = [_line(f"2026-11-29T23:{m:02d}:00Z", "svc", "ERROR", f"boom {m}") for m in range(29, -1, -1)]
+    _write(tmp_path / "x.jsonl", lines)
+    result = await _run(tmp_path, service="svc", query="boom", limit=5)
+    assert [i["message"] for i in result.items] == [f"boom {m}" for m in range(5)]
+    assert result.total_count == 30
+    assert result.notes["first_match"] == "2026-11-29T23:00:00Z"
+    assert result.notes["last_match"] == "2026-11-29T23:29:00Z"
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1000])
+async def test_results_do_not_depend_on_chunk_boundaries(logs_dir: Path, chunk: int) -> None:
+    """Tiny read chunks (lines split across reads) give the same answer as one big read."""
+    expected = await _run(logs_dir, service="order-service", query="connection")
+    got = await _run(logs_dir, chunk=chunk, service="order-service", query="connection")
+    assert got.items == expected.items
+    assert got.total_count == expected.total_count
+    assert got.notes["invalid_lines_skipped"] == expected.notes["invalid_lines_skipped"]
+
+
+async def test_terms_that_json_may_escape_are_checked_after_parsing(tmp_path: Path) -> None:
+    """Non-ASCII and slash terms still match although the raw line escapes them."""
+    _write(tmp_path / "x.jsonl", [json.dumps({"timestamp": "2026-11-29T23:00:00Z", "service": "café-svc", "level": "INFO",
+                                              "message": "GET /api/ümlaut ok"})])
+    result = await _run(tmp_path, service="CAFÉ-svc", query="/api/ümlaut")
+    assert result.total_count == 1
+
+
+async def test_no_match_is_an_empty_result_not_an_error(logs_dir: Path) -> None:
+    """A query that matches nothing returns zero items and zero count."""
+    result = await _run(logs_dir, service="order-service", query="deadlock")
+    assert result.items == []
+    assert result.total_count == 0
+
+
+async def test_missing_folder_is_a_clear_failure(tmp_path: Path) -> None:
+    """A log folder that does not exist fails with LOGS_PATH_MISSING."""
+    with pytest.raises(ToolFailure) as info:
+        await _run(tmp_path / "nope", service="s", query="q")
+    assert info.value.code == "LOGS_PATH_MISSING"
+
+
+async def test_query_without_terms_is_invalid(tmp_path: Path) -> None:
+    """A query made only of empty quotes has no terms and is rejected."""
+    with pytest.raises(ToolFailure) as info:
+        await _run(tmp_path, service="s", query='""')
+    assert info.value.code == "INVALID_ARGUMENTS"
+
+
+async def test_start_after_the_clock_moves_end_past_start(tmp_path: Path) -> None:
+    """Only a start after the clock: the window is the 60 minutes after start, not an inverted one."""
+    _write(tmp_path / "x.jsonl", [_line("2026-11-30T00:10:00Z", "s", "INFO", "late line")])
+    result = await _run(tmp_path, service="s", query="late", start="2026-11-30T00:00:00Z")
+    assert result.effective_arguments["end"] == "2026-11-30T01:00:00Z"
+    assert result.total_count == 1
+
+
+def test_parse_terms_splits_words_and_quoted_phrases() -> None:
+    """Words become keywords, quoted text one phrase, all lowercased and de-duplicated."""
+    assert parse_terms('Timeout "Connection is not" timeout  x') == ["timeout", "connection is not", "x"]
