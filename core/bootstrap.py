@@ -151,7 +151,6 @@ async def build_services(
         audit = audit or SqlAuditStore(database)
         runs = runs or SqlRunStore(database)
         timeline_store = timeline_store or SqlTimelineStore(database)
-    assert runs is not None and timeline_store is not None and audit is not None  # for mypy: set above
 
     configured = model is not None or model_configured(settings)
     if model is None:
