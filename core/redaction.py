@@ -17,7 +17,7 @@ _SECRET_KEY_RE = re.compile(rf"(?i){_SECRET_NAME}")
 
 _QUOTED_DQ = r'"(?:[^"\\\n]|\\.)*"'
 _QUOTED_SQ = r"'[^'\n]*'"
-_BARE = r"""[^\s,;&"'}\])]+"""
+_BARE = r"""\[REDACTED[A-Z ]*\]|[^\s,;&"'}\])]+"""
 
 # Order matters: at one position the first alternative that matches wins.
 _PATTERN = re.compile(
@@ -68,7 +68,8 @@ def _replace(match: re.Match[str]) -> str:
         return groups["auth"] + _quoted_marker(groups["auth_val"], REDACTED)
     if groups["kv"] is not None:
         value = groups["kv_val"]
-        if value.strip("\"'") in ("", REDACTED, "***"):
+        bare = value.strip("\"'")
+        if not bare or bare == "***" or bare.startswith("[REDACTED"):
             return match.group(0)
         return groups["kv"] + _quoted_marker(value, REDACTED)
     if groups["bearer"] is not None:
