@@ -10,7 +10,7 @@ from typing import Any
 
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
 from core.contracts.release import FallbackMessage, ObservedFact
-from core.release.sources import shorten, source_label, window_text
+from core.release.sources import plural, shorten, source_label, window_text
 
 FACT_MAX = 400
 STEPS_MAX = 6
@@ -53,7 +53,7 @@ def _found_text(record: CanonicalRecord, projection: Mapping[str, Any], args: Ma
         service, query, level = args.get("service") or "?", args.get("query") or "", args.get("level")
         head = f'query_logs {shorten(service, 60)} "{shorten(query, 80)}"' + (f" {shorten(level, 8)}" if level else "")
         window = window_text(projection.get("window_start") or args.get("start"), projection.get("window_end") or args.get("end"))
-        text = f"{head}: {count} matching lines {window}"
+        text = f"{head}: {plural(count, 'matching line')} {window}"
         logs = _items(projection, "logs")
         if logs and isinstance(logs[0], Mapping):
             first = logs[0]
@@ -62,13 +62,13 @@ def _found_text(record: CanonicalRecord, projection: Mapping[str, Any], args: Ma
     if record.tool_name is ToolName.QUERY_MYSQL:
         columns = ", ".join(str(c) for c in _items(projection, "columns"))
         rows = _items(projection, "rows")
-        text = f'query_mysql "{shorten(args.get("sql") or "", 100)}": {count} rows; columns: {shorten(columns, 100)}'
+        text = f'query_mysql "{shorten(args.get("sql") or "", 100)}": {plural(count, "row")}; columns: {shorten(columns, 100)}'
         if rows:
             text += f"; first row: {shorten(rows[0], 120)}"
         return text
     blocks = [b for b in _items(projection, "evidence_blocks") if isinstance(b, Mapping)]
     if not blocks:
-        return f'lookup_knowledge "{shorten(args.get("query") or "", 80)}": {count} runbook sections matched'
+        return f'lookup_knowledge "{shorten(args.get("query") or "", 80)}": {plural(count, "runbook section")} matched'
     first = blocks[0]
     more = f" (+{len(blocks) - 1} more sections)" if len(blocks) > 1 else ""
     return (
@@ -131,7 +131,7 @@ def observed_facts(records: Sequence[CanonicalRecord], limit: int = 8, run_id: s
 def next_steps_for(records: Sequence[CanonicalRecord], run_id: str | None) -> list[str]:
     """Concrete next steps derived from what the run observed."""
     steps: list[str] = []
-    services: list[str] = []
+    services: dict[str, str] = {}
     for record in records:
         args = record.effective_arguments or record.arguments
         if record.state is not InvocationState.READY and record.state is not InvocationState.FAILED:
@@ -140,7 +140,10 @@ def next_steps_for(records: Sequence[CanonicalRecord], run_id: str | None) -> li
         if record.tool_name is ToolName.QUERY_LOGS and args.get("service"):
             service = shorten(args["service"], 60)
             if status is EvidenceStatus.EVIDENCE_FOUND and service not in services:
-                services.append(service)
+                projection = record.projection or {}
+                services[service] = window_text(
+                    projection.get("window_start") or args.get("start"), projection.get("window_end") or args.get("end")
+                )
             elif status is EvidenceStatus.NO_EVIDENCE:
                 steps.append(
                     f'Re-run query_logs for {service} "{shorten(args.get("query") or "", 60)}" with a wider window; '
@@ -155,8 +158,12 @@ def next_steps_for(records: Sequence[CanonicalRecord], run_id: str | None) -> li
                 )
         if status is EvidenceStatus.ERROR:
             code = shorten(_error_code(record, record.projection or {}), 40)
-            steps.append(f"Check the {record.tool_name.value} backend ({code}) and retry.")
-    steps[:0] = [f"Check {service}'s dashboards, recent deploys and error rates for the window above." for service in services]
+            steps.append(
+                f"Retry the {record.tool_name.value} call that could not run ({code}) after fixing its arguments or backend."
+            )
+    steps[:0] = [
+        f"Check {service}'s dashboards, recent deploys and error rates {window}." for service, window in services.items()
+    ]
     if not records:
         steps.append("Ask again naming the service and the time window, so the tools can be pointed at them.")
     if run_id:

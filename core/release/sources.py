@@ -20,6 +20,11 @@ def shorten(text: Any, limit: int) -> str:
     return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
 
 
+def plural(count: Any, noun: str) -> str:
+    """'1 row', '37 rows'."""
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
 def _parse_time(value: Any) -> datetime | None:
     if not isinstance(value, str) or not value:
         return None
@@ -65,8 +70,8 @@ def label_for(tool: ToolName, projection: Mapping[str, Any], arguments: Mapping[
     elif status == EvidenceStatus.NO_EVIDENCE.value:
         result = "no matches"
     else:
-        noun = {ToolName.QUERY_LOGS: "matches", ToolName.QUERY_MYSQL: "rows", ToolName.LOOKUP_KNOWLEDGE: "sections"}[tool]
-        result = f"{count} {noun}"
+        noun = {ToolName.QUERY_LOGS: "match", ToolName.QUERY_MYSQL: "row", ToolName.LOOKUP_KNOWLEDGE: "section"}[tool]
+        result = plural(count, noun).replace("matchs", "matches")
     if tool is ToolName.QUERY_LOGS:
         subject = f"{_logs_subject(projection, arguments)} {_window(projection, arguments)}"
     elif tool is ToolName.QUERY_MYSQL:

@@ -1,0 +1,179 @@
+"""The fallback factory: observed facts from projections only, stage words, next steps, source labels."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolError, ToolName
+from core.release.fallback import FACT_MAX, build_fallback, failure_stage, observed_facts
+from core.release.sources import call_summaries, source_label, window_text
+from core.testing.release import error_record, knowledge_record, logs_record, sql_record
+from tests.unit.test_guard_codes import E1, K1, L0, L1, RUN, S1, run_records
+
+
+def test_found_facts_come_first_then_no_evidence_then_errors() -> None:
+    """Facts are ordered FOUND, NO_EVIDENCE, ERROR (call order within each) and name their sources."""
+    facts = observed_facts(run_records())
+    assert [f.tool_call_id for f in facts] == [L1, S1, K1, L0, E1]
+    assert [f.evidence_status for f in facts] == [EvidenceStatus.EVIDENCE_FOUND] * 3 + [
+        EvidenceStatus.NO_EVIDENCE,
+        EvidenceStatus.ERROR,
+    ]
+    assert facts[0].tool_name is ToolName.QUERY_LOGS
+
+
+def test_logs_fact_states_count_window_and_first_message() -> None:
+    """A FOUND logs fact says how many lines matched, in which window, and quotes the first shown line shortened."""
+    fact = observed_facts(run_records())[0]
+    assert fact.text.startswith('query_logs order-service "HikariPool" ERROR: 37 matching lines between 22:30 and 23:30 UTC')
+    assert "HikariPool-1 - Connection is not available" in fact.text
+
+
+def test_sql_and_knowledge_facts() -> None:
+    """SQL facts give columns and the first row; runbook facts are phrased as what the runbook says."""
+    facts = {f.tool_call_id: f.text for f in observed_facts(run_records())}
+    assert "1 row; columns: service, version, deployed_at; first row:" in facts[S1]
+    assert facts[K1].startswith("runbook db/hikari.md § Pool exhaustion matched")
+    assert "not an observation of this environment" in facts[K1]
+
+
+def test_errors_are_listed_as_could_not_run() -> None:
+    """Calls that ended in ERROR, or FAILED, are 'could not run: <code>', never evidence."""
+    failed = logs_record(RUN, "call_failed", [("2026-11-29T23:00:00Z", "ERROR", "x")]).model_copy(
+        update={"state": InvocationState.FAILED, "projection": None, "error": ToolError(code="TIMEOUT", message="slow")}
+    )
+    facts = observed_facts([run_records()[4], failed])
+    assert [f.text.endswith(code) for f, code in zip(facts, ["SQL_REFUSED", "TIMEOUT"], strict=True)] == [True, True]
+    assert all("could not run" in f.text for f in facts)
+    assert all(f.evidence_status is EvidenceStatus.ERROR for f in facts)
+
+
+NOT_HEALTHY = re.compile(r"healthy|ruled out|\bfine\b|no problem|no issue", re.IGNORECASE)
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        logs_record(RUN, "n1", [], service="payment-service", query="timeout"),
+        sql_record(RUN, "n2", "SELECT * FROM orders WHERE status = 'FAILED'", ["id"], []),
+        knowledge_record(RUN, "n3", "kafka lag"),
+    ],
+    ids=["logs", "sql", "knowledge"],
+)
+def test_no_evidence_is_never_phrased_as_health(record: CanonicalRecord) -> None:
+    """NO_EVIDENCE facts say only that nothing matched; any mention of health is explicitly negated."""
+    [fact] = observed_facts([record])
+    assert "no " in fact.text.lower()
+    for match in NOT_HEALTHY.finditer(fact.text):
+        assert fact.text[: match.start()].endswith("this does not show the service is "), fact.text
+
+
+def test_logs_no_evidence_wording_is_exact() -> None:
+    """The logs NO_EVIDENCE fact names the query, service and window and says it does not show health."""
+    [fact] = observed_facts([logs_record(RUN, "n1", [], service="payment-service", query="timeout", level=None)])
+    assert fact.text == (
+        'query_logs: no lines matched "timeout" for payment-service between 22:30 and 23:30 UTC on 2026-11-29'
+        " — this does not show the service is healthy"
+    )
+
+
+def test_facts_are_bounded_in_number_and_length() -> None:
+    """At most `limit` facts, each at most 400 characters, FOUND kept first when cutting."""
+    long_line = "x" * 5000
+    records = [logs_record(RUN, f"c{i}", [("2026-11-29T23:00:00Z", "ERROR", long_line)], query="q" * 500) for i in range(12)]
+    records.insert(0, logs_record(RUN, "none", []))
+    facts = observed_facts(records, limit=5)
+    assert len(facts) == 5
+    assert all(len(f.text) <= FACT_MAX for f in facts)
+    assert all(f.evidence_status is EvidenceStatus.EVIDENCE_FOUND for f in facts)
+    assert observed_facts(records, limit=0) == []
+
+
+def test_pending_calls_and_other_runs_are_left_out() -> None:
+    """Pending calls observed nothing yet; records of another run never appear in this run's fallback."""
+    pending = logs_record(RUN, "p", [("2026-11-29T23:00:00Z", "ERROR", "x")]).model_copy(
+        update={"state": InvocationState.PENDING}
+    )
+    foreign = logs_record("other-run", "f", [("2026-11-29T23:00:00Z", "ERROR", "foreign")])
+    message = build_fallback([pending, foreign, *run_records()], "stage", "reason", run_id=RUN)
+    ids = [f.tool_call_id for f in message.observed_facts]
+    assert "p" not in ids
+    assert "f" not in ids
+    assert len(ids) == 5
+
+
+def test_secrets_in_arguments_are_redacted_in_facts() -> None:
+    """A secret the agent put in a query argument does not reach the fallback."""
+    record = sql_record(RUN, "s", "SELECT * FROM users WHERE password='hunter2secret'", ["id"], [[1]])
+    [fact] = observed_facts([record])
+    assert "hunter2secret" not in fact.text
+
+
+def test_next_steps_follow_from_what_was_observed() -> None:
+    """Next steps name the service and window seen, widening the empty query, the runbook found, the failed call and the trace."""
+    message = build_fallback(run_records(), "the evidence check failed", "violations: X", run_id=RUN)
+    steps = "\n".join(message.next_steps)
+    assert "Check order-service's dashboards" in steps
+    assert 'Re-run query_logs for order-service "OutOfMemoryError" with a wider window' in steps
+    assert "runbook db/hikari.md § Pool exhaustion" in steps
+    assert "SQL_REFUSED" in steps
+    assert f"`/diag trace {RUN}`" in steps
+    assert message.stage == "the evidence check failed"
+    assert message.reason == "violations: X"
+
+
+def test_nothing_observed_still_gives_useful_steps() -> None:
+    """With no records at all, the fallback asks for a service and window and points at the trace."""
+    message = build_fallback([], "stage", "r", run_id=RUN)
+    assert message.observed_facts == []
+    assert any("naming the service and the time window" in s for s in message.next_steps)
+    assert any(RUN in s for s in message.next_steps)
+
+
+def test_explicit_next_steps_replace_derived_ones_and_reason_is_capped() -> None:
+    """Callers may pass their own next steps; the reason is cut to a bounded one-liner."""
+    message = build_fallback(run_records(), "stage", "r" * 2000, ["do this"])
+    assert message.next_steps == ["do this"]
+    assert len(message.reason) <= 300
+
+
+@pytest.mark.parametrize(
+    ("reason", "words"),
+    [
+        ("budget_steps", "the step budget was exhausted"),
+        ("deadline", "the time budget was exhausted"),
+        ("model_unavailable", "the model was unavailable"),
+        ("cancelled", "the run was cancelled"),
+        ("some_new_reason", "some new reason"),
+    ],
+)
+def test_failure_stage_is_plain_words(reason: str, words: str) -> None:
+    """FAILURE stages read 'the diagnosis could not be finished: <why>'."""
+    assert failure_stage(reason) == f"the diagnosis could not be finished: {words}"
+
+
+def test_source_labels_are_short_and_human() -> None:
+    """Labels name the tool, its subject and the result size."""
+    labels = {r.tool_call_id: source_label(r) for r in run_records()}
+    assert labels[L1] == 'query_logs order-service "HikariPool" ERROR between 22:30 and 23:30 UTC on 2026-11-29 (37 matches)'
+    assert labels[L0].endswith("(no matches)")
+    assert labels[S1].endswith("(1 row)")
+    assert labels[K1] == 'lookup_knowledge "HikariCP exhaustion" (1 section)'
+    assert labels[E1] == 'query_mysql "DELETE FROM x" (could not run: SQL_REFUSED)'
+
+
+def test_call_summaries_offer_only_referencable_calls_of_the_run() -> None:
+    """Repair input lists READY FOUND/NO_EVIDENCE calls of this run, not ERROR calls or other runs."""
+    records = [*run_records(), error_record(RUN, "e2", ToolName.QUERY_LOGS, "TIMEOUT", "slow"), *run_records("other")]
+    summaries = call_summaries(records, RUN)
+    assert [s.tool_call_id for s in summaries] == [L1, L0, S1, K1]
+    assert summaries[0].summary == source_label(run_records()[0])
+
+
+def test_window_text_handles_odd_values() -> None:
+    """Windows spanning days keep dates; non-ISO values are shown shortened; none is 'the default window'."""
+    assert window_text("2026-11-29T23:30:00Z", "2026-11-30T00:30:00Z") == "between 2026-11-29 23:30 and 2026-11-30 00:30 UTC"
+    assert window_text("yesterday", None) == "between yesterday and ?"
+    assert window_text(None, None) == "in the default window"
