@@ -84,6 +84,8 @@ class FakeSlack:
     responses: list[dict[str, Any]] = field(default_factory=list)
     faults: dict[str, list[Fault]] = field(default_factory=lambda: defaultdict(list))
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    hold: dict[str, asyncio.Event] = field(default_factory=dict)
+    _call_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _response_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
@@ -139,6 +141,14 @@ class FakeSlack:
         self._response_arrived.set()
         return web.Response(text="ok")
 
+    async def wait_for_call(self, method: str, timeout_s: float = 5.0) -> Call:
+        """Wait until a call of `method` has been received; returns the first one."""
+        async with asyncio.timeout(timeout_s):
+            while not self.calls_of(method):
+                self._call_arrived.clear()
+                await self._call_arrived.wait()
+        return self.calls_of(method)[0]
+
     async def next_response(self, timeout_s: float = 5.0) -> dict[str, Any]:
         """Wait for and take the oldest response_url post (respond())."""
         async with asyncio.timeout(timeout_s):
@@ -151,6 +161,9 @@ class FakeSlack:
         method = request.match_info["method"]
         params = await self._params(request)
         self.calls.append(Call(method, params))
+        self._call_arrived.set()
+        if method in self.hold:  # a slow Slack: answer only once the test releases the method
+            await self.hold[method].wait()
         queue = self.faults.get(method)
         if queue:
             fault = queue[0]
