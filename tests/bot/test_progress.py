@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
