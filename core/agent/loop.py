@@ -31,6 +31,7 @@ StopReason = Literal[
     "submitted", "budget_steps", "budget_tool_calls", "budget_observation", "deadline", "cancelled",
     "model_unavailable", "wire_format",
 ]
+DEADLINE_SLACK_S = 0.05
 TOOL_NAMES = frozenset(t.value for t in ToolName)
 PREVIOUS_REPORT_LABEL = "Previous published report, not evidence for this run; its tool_call_ids are not citable"
 CORRECTION_PROSE = (
@@ -214,7 +215,8 @@ class DiagnosisAgent:
                  "status_code": exc.status_code},
                 (time.monotonic() - started) * 1000,
             )
-            raise LoopStopped("model_unavailable") from None
+            # A transport timeout cut short by the run's own deadline is the deadline, not a model failure.
+            raise LoopStopped("deadline" if ctx.seconds_left() <= DEADLINE_SLACK_S else "model_unavailable") from None
         await ctx.timeline.record(
             EventType.MODEL_CALL,
             {"stage": "agent", "model": self.model_name, "step": step, "tool_calls": len(reply.tool_calls),
