@@ -101,7 +101,8 @@ def test_comments_are_dropped_from_what_runs() -> None:
 
 def test_mysql_syntax_is_transpiled_for_sqlite_and_postgres() -> None:
     """Backticks, LIMIT x,y, IFNULL and DATE_SUB(NOW(), INTERVAL ...) become valid SQLite/PostgreSQL."""
-    sql = "SELECT `status`, IFNULL(failure_reason, 'none') FROM `orders` WHERE created_at > DATE_SUB(NOW(), INTERVAL 1 HOUR) LIMIT 5, 10"
+    sql = ("SELECT `status`, IFNULL(failure_reason, 'none') FROM `orders` "
+           "WHERE created_at > DATE_SUB(NOW(), INTERVAL 1 HOUR) LIMIT 5, 10")
     lite = prepare(sql, "sqlite", 100).sql
     assert '"status"' in lite
     assert "LIMIT 10 OFFSET 5" in lite
