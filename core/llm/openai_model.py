@@ -6,6 +6,7 @@ import asyncio
 import logging
 import random
 from typing import Any
+from urllib.parse import urlsplit
 
 import openai
 from openai import AsyncOpenAI
@@ -15,6 +16,23 @@ from core.llm.model import ModelReply, ModelToolCall, ModelUnavailable, ModelUsa
 log = logging.getLogger(__name__)
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
+_LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+_remote_refused = False
+
+
+class RemoteModelRefused(ModelUnavailable):
+    """A request to a non-local endpoint while remote model requests are refused (tests)."""
+
+
+def refuse_remote_models(refused: bool = True) -> None:
+    """Refuse (or allow again) requests to any endpoint that is not on loopback, like pydantic-ai's ALLOW_MODEL_REQUESTS."""
+    global _remote_refused
+    _remote_refused = refused
+
+
+def is_loopback(base_url: str | None) -> bool:
+    """True when the endpoint is on this machine (the local fake server)."""
+    return bool(base_url) and (urlsplit(str(base_url)).hostname or "") in _LOOPBACK_HOSTS
 
 
 class OpenAIChatModel:
@@ -47,6 +65,8 @@ class OpenAIChatModel:
         timeout_s: float = 60.0,
     ) -> ModelReply:
         """One completion; retried at most max_retries times, then ModelUnavailable."""
+        if _remote_refused and not is_loopback(str(self._client.base_url)):
+            raise RemoteModelRefused("remote model requests are refused here; point the model at the local fake server")
         attempt = 0
         while True:
             attempt += 1

@@ -13,7 +13,7 @@ import pytest
 from openai import AsyncOpenAI
 
 from core.llm.model import ModelUnavailable
-from core.llm.openai_model import OpenAIChatModel
+from core.llm.openai_model import OpenAIChatModel, RemoteModelRefused, is_loopback, refuse_remote_models
 from tests.fakes.openai_server import FakeOpenAIServer, load_script
 
 REPO = Path(__file__).resolve().parents[2]
@@ -221,3 +221,21 @@ async def test_standalone_server_serves_a_script_file(tmp_path: Path, unused_tcp
         await chat.aclose()
         process.terminate()
         await process.communicate()
+
+
+async def test_remote_endpoints_are_refused_when_requests_are_refused(server: FakeOpenAIServer) -> None:
+    """With remote requests refused, a real provider URL fails before any network I/O; loopback still works."""
+    remote = OpenAIChatModel("https://api.openai.com/v1", "sk-test", max_retries=0)
+    local = OpenAIChatModel(server.base_url, "k", max_retries=0)
+    server.push({"content": "local ok"})
+    refuse_remote_models()
+    try:
+        with pytest.raises(RemoteModelRefused):
+            await remote.complete(model="gpt", messages=MESSAGES)
+        assert (await local.complete(model="m", messages=MESSAGES)).content == "local ok"
+    finally:
+        refuse_remote_models(False)
+        await remote.aclose()
+        await local.aclose()
+    assert [is_loopback(u) for u in ("http://localhost:1/v1", "http://[::1]:2/v1", "https://api.openai.com/v1", None)] == [
+        True, True, False, False]
