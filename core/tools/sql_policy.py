@@ -7,6 +7,7 @@ parser ignored cannot smuggle a second statement to the server.
 
 from __future__ import annotations
 
+import logging
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -19,6 +20,9 @@ from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
 from core.errors import ToolFailure
 
 Backend = Literal["sqlite", "postgres", "mysql"]
+
+# sqlglot logs parser fallbacks with the statement text at WARNING; user SQL must not reach the logs.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 # Functions that sleep, read or write files, take locks, touch other sessions or change server state.
 DENIED_FUNCTIONS = frozenset(
