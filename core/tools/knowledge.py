@@ -79,11 +79,18 @@ class KnowledgeIndex:
         match = fts_query(query)
         with self._lock:
             files = self._files()
-            signature = self._signature_of(files)
+            try:
+                signature = self._signature_of(files)
+            except OSError as exc:  # a file vanished between listing and stat: treat the folder as changed
+                raise ToolFailure("KNOWLEDGE_UNREADABLE", "The runbook folder changed during the lookup; retry.") from exc
             if self._db is None or signature != self._signature:
                 if self._db is not None:
                     self._db.close()
-                self._db = self._build(files)
+                try:
+                    self._db = self._build(files)
+                except OSError as exc:
+                    self._db, self._signature = None, None
+                    raise ToolFailure("KNOWLEDGE_UNREADABLE", "A runbook file could not be read on the server.") from exc
                 self._signature = signature
             if match is None:
                 return [], 0, len(files)
