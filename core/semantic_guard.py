@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from core.contracts.draft import DiagnosisDraft
@@ -36,21 +37,29 @@ def _shorten_strings(node: Any, limit: int) -> Any:
     return node
 
 
-def _with_item_limit(projections: dict[str, dict[str, Any]], limit: int | None) -> dict[str, dict[str, Any]]:
-    """Projections with the strings inside their item lists cut to limit characters (None: unchanged)."""
-    if limit is None:
+def _with_limits(
+    projections: dict[str, dict[str, Any]], char_limit: int | None, item_limit: int | None = None
+) -> dict[str, dict[str, Any]]:
+    """Projections with at most item_limit items per list and item strings cut to char_limit characters."""
+    if char_limit is None and item_limit is None:
         return projections
     out: dict[str, dict[str, Any]] = {}
     for call_id, projection in projections.items():
         copy = dict(projection)
         for key in ITEM_KEYS:
-            if isinstance(copy.get(key), list):
-                copy[key] = _shorten_strings(copy[key], limit)
+            items = copy.get(key)
+            if not isinstance(items, list):
+                continue
+            if item_limit is not None and len(items) > item_limit:
+                copy["items_omitted_for_review"] = copy.get("items_omitted_for_review", 0) + len(items) - item_limit
+                items = items[:item_limit]
+            copy[key] = _shorten_strings(items, char_limit) if char_limit is not None else items
         out[call_id] = copy
     return out
 
 
-def _longest_item_string(projections: dict[str, dict[str, Any]]) -> int:
+def _longest(projections: dict[str, dict[str, Any]]) -> tuple[int, int]:
+    """The longest item string and the longest item list of the projections."""
     longest = 0
 
     def walk(node: Any) -> None:
@@ -64,42 +73,63 @@ def _longest_item_string(projections: dict[str, dict[str, Any]]) -> int:
             for value in node.values():
                 walk(value)
 
+    most = 0
     for projection in projections.values():
         for key in ITEM_KEYS:
             walk(projection.get(key))
-    return longest
+            if isinstance(projection.get(key), list):
+                most = max(most, len(projection[key]))
+    return longest, most
+
+
+def _largest_fitting(low: int, high: int, fits: Callable[[int], bool]) -> int | None:
+    """The largest n in [low, high] with fits(n), assuming fits is monotone; None when even low does not fit."""
+    best = None
+    while low <= high:
+        middle = (low + high) // 2
+        if fits(middle):
+            best, low = middle, middle + 1
+        else:
+            high = middle - 1
+    return best
 
 
 def build_judge_input(
     query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot, cap_bytes: int
 ) -> tuple[dict[str, Any], bool]:
-    """The exact judge input (query, draft, snapshot, warnings); snapshot item texts are shortened evenly to fit the cap."""
+    """The exact judge input (query, draft, snapshot, warnings); snapshot items are shortened evenly to fit the cap.
 
-    def payload(projections: dict[str, dict[str, Any]], shortened: bool) -> dict[str, Any]:
+    First every item string is cut to the same length; if even the shortest allowed strings do not fit, every
+    projection keeps the same number of leading items and says how many it omitted. The draft is never touched.
+    """
+
+    def payload(char_limit: int | None, item_limit: int | None = None) -> dict[str, Any]:
+        shortened = char_limit is not None or item_limit is not None
         body: dict[str, Any] = {
             "query": query,
             "draft": draft.model_dump(mode="json"),
-            "snapshot": {"projections": projections, "effective_arguments": snapshot.effective_arguments},
+            "snapshot": {"projections": _with_limits(snapshot.projections, char_limit, item_limit),
+                         "effective_arguments": snapshot.effective_arguments},
             "warnings": [{"code": w.code, "path": w.path, "message": w.message} for w in snapshot.warnings],
         }
         if shortened:
-            body["snapshot"]["note"] = "Some item texts were shortened evenly to fit the review size; they end with the marker."
+            body["snapshot"]["note"] = ("Item texts were shortened evenly to fit the review size (they end with the "
+                                        "marker); items_omitted_for_review counts items left out.")
         return body
 
-    full = payload(snapshot.projections, False)
-    if _size(full) <= cap_bytes:
+    def fits(body: dict[str, Any]) -> bool:
+        return _size(body) <= cap_bytes
+
+    full = payload(None)
+    if fits(full):
         return full, False
-    # Binary search the largest per-string limit that fits; every item string is cut to the same length.
-    low, high = MIN_STRING_CHARS, max(MIN_STRING_CHARS, _longest_item_string(snapshot.projections))
-    best = payload(_with_item_limit(snapshot.projections, low), True)
-    while low <= high:
-        middle = (low + high) // 2
-        candidate = payload(_with_item_limit(snapshot.projections, middle), True)
-        if _size(candidate) <= cap_bytes:
-            best, low = candidate, middle + 1
-        else:
-            high = middle - 1
-    if _size(best) > cap_bytes:
+    longest, most = _longest(snapshot.projections)
+    if fits(payload(MIN_STRING_CHARS)):
+        chars = _largest_fitting(MIN_STRING_CHARS, max(MIN_STRING_CHARS, longest), lambda n: fits(payload(n)))
+        return payload(chars if chars is not None else MIN_STRING_CHARS), True
+    items = _largest_fitting(1, max(1, most), lambda n: fits(payload(MIN_STRING_CHARS, n)))
+    best = payload(MIN_STRING_CHARS, items if items is not None else 1)
+    if not fits(best):
         log.warning("semantic guard input still %d bytes over the cap after shortening", _size(best) - cap_bytes)
     return best, True
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import inspect
 from typing import Any
 
@@ -69,20 +70,23 @@ def function_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:
     return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
 
 
+@functools.cache
+def _cached(names: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    # Schema generation costs milliseconds; the contracts never change at run time, so build each set once.
+    return tuple(function_schema(n, ARGS_MODELS[n]) for n in names)
+
+
 def diagnosis_tools() -> list[dict[str, Any]]:
-    """Schemas offered to the Diagnosis Agent: the three read-only tools and submit_diagnosis_draft."""
-    names = [ToolName.LOOKUP_KNOWLEDGE.value, ToolName.QUERY_LOGS.value, ToolName.QUERY_MYSQL.value, SUBMIT_DIAGNOSIS]
-    return [function_schema(n, ARGS_MODELS[n]) for n in names]
+    """Schemas offered to the Diagnosis Agent: the three read-only tools and submit_diagnosis_draft (shared, read-only)."""
+    return list(_cached((ToolName.LOOKUP_KNOWLEDGE.value, ToolName.QUERY_LOGS.value, ToolName.QUERY_MYSQL.value,
+                         SUBMIT_DIAGNOSIS)))
 
 
 def repair_tools() -> list[dict[str, Any]]:
-    """Schemas offered to EvidenceRepair: submit_diagnosis_draft only."""
-    return [function_schema(SUBMIT_DIAGNOSIS, DiagnosisDraft)]
+    """Schemas offered to EvidenceRepair: submit_diagnosis_draft only (shared, read-only)."""
+    return list(_cached((SUBMIT_DIAGNOSIS,)))
 
 
 def knowledge_tools() -> list[dict[str, Any]]:
-    """Schemas offered on the knowledge path: lookup_knowledge and submit_knowledge_answer."""
-    return [
-        function_schema(ToolName.LOOKUP_KNOWLEDGE.value, KnowledgeArgs),
-        function_schema(SUBMIT_KNOWLEDGE, KnowledgeAnswer),
-    ]
+    """Schemas offered on the knowledge path: lookup_knowledge and submit_knowledge_answer (shared, read-only)."""
+    return list(_cached((ToolName.LOOKUP_KNOWLEDGE.value, SUBMIT_KNOWLEDGE)))

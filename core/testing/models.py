@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import copy
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -61,8 +60,8 @@ class ScriptedChatModel:
         """Record the request and return (or raise) the next scripted step."""
         request = ModelRequest(
             model=model,
-            messages=copy.deepcopy(messages),
-            tools=copy.deepcopy(tools),
+            messages=[dict(m) for m in messages],  # the caller keeps appending to its list; snapshot it
+            tools=tools,
             timeout_s=timeout_s,
             tool_names=[t["function"]["name"] for t in tools or []],
         )

@@ -151,6 +151,22 @@ def test_input_over_the_cap_shortens_snapshot_items_evenly_never_the_draft() -> 
     assert big.projections["c1"]["logs"][0]["message"].endswith("x")
 
 
+def test_many_items_keep_the_same_leading_count_per_projection_and_say_how_many_were_omitted() -> None:
+    """When even the shortest texts do not fit, every projection keeps the same number of items and counts the rest."""
+    big = snapshot(lines=400, message_chars=100)
+    two = VerifiedEvidenceSnapshot(run_id="run_1", rule_set_version="r1", projections={
+        "c1": big.projections["c1"], "c2": dict(big.projections["c1"], tool_call_id="c2")})
+    body, shortened = build_judge_input("q", DRAFT, two, 24 * 1024)
+    assert shortened
+    assert len(json.dumps(body, ensure_ascii=False).encode()) <= 24 * 1024
+    kept = {cid: len(p["logs"]) for cid, p in body["snapshot"]["projections"].items()}
+    assert kept["c1"] == kept["c2"]
+    assert 1 <= kept["c1"] < 400
+    assert body["snapshot"]["projections"]["c1"]["items_omitted_for_review"] == 400 - kept["c1"]
+    assert body["snapshot"]["projections"]["c1"]["logs"][0]["message"].endswith(SHORTENED_MARK)
+    assert body["draft"] == DRAFT.model_dump(mode="json")
+
+
 async def test_judge_sends_the_shortened_input_when_over_the_cap(prompts: PromptLibrary) -> None:
     """The request the model receives respects the configured input cap."""
     model = ScriptedChatModel([reply(SUPPORTED)])
