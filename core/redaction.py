@@ -1,54 +1,47 @@
-"""Secret redaction for anything shown outside the canonical record: one precompiled single-pass regex."""
+"""Secret redaction for anything shown outside the canonical record: precompiled single-pass regexes."""
 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 REDACTED = "[REDACTED]"
 
-# Key names whose values are secrets: `db_password`, `SLACK_BOT_TOKEN`, `aws_secret_access_key`, `api-key`...
+# Names whose values are secrets end with one of these words: `db_password`, `SLACK_BOT_TOKEN`, `api-key`...
 # The keyword must end the name, so `max_tokens` or `password_policy` are not secrets.
-_SECRET_NAME = (
-    r"[\w.-]*?(?:password|passwd|pwd|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
+_SECRET_WORD = (
+    r"(?:password|passwd|pwd|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
     r"|token|credentials?|session[_-]?id|cookie)"
 )
-_SECRET_KEY_RE = re.compile(rf"(?i){_SECRET_NAME}")
+_SECRET_KEY_RE = re.compile(rf"(?i)[\w.-]*?{_SECRET_WORD}")
 
-_QUOTED_DQ = r'"(?:[^"\\\n]|\\.)*"'
-_QUOTED_SQ = r"'[^'\n]*'"
-_BARE = r"""\[REDACTED[A-Z ]*\]|[^\s,;&"'}\])]+"""
+_VALUE = r"""(?:"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|\[REDACTED[A-Z ]*\]|[^\s,;&"'}\])]+)"""
 
-# Order matters: at one position the first alternative that matches wins.
-_PATTERN = re.compile(
-    r"""
-    (?P<pem>-----BEGIN[A-Z0-9 ]*PRIVATE\ KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE\ KEY-----|[\s\S]*))
-  | (?P<dsn>\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^:/@\s"']+:)(?P<dsn_pass>[^@\s/"']+)(?=@)
-  | (?P<auth>(?P<aq>["']?)\b(?:proxy-)?authorization(?P=aq)\s*[:=]\s*)
-        (?P<auth_val>"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[^\r\n,;"']+)
-  | (?P<kv>(?<![\w.-])(?P<kq>["']?)"""
-    + _SECRET_NAME
-    + r"""(?P=kq)\s*[:=]\s*)(?P<kv_val>"""
-    + _QUOTED_DQ
-    + "|"
-    + _QUOTED_SQ
-    + "|"
-    + _BARE
-    + r""")
-  | (?P<bearer>\bbearer\s+)(?P<bearer_val>(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,})
-  | (?P<jwt>\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,})
-  | (?P<aws>\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)
-  | (?P<slack>\b(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,})
-  | (?P<openai>\bsk-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_-]{20,})
-  | (?P<github>\bgh[pousr]_[A-Za-z0-9]{30,})
-    """,
-    re.IGNORECASE | re.VERBOSE,
+# (name, words one of which must occur in the lower-cased text, pattern). Order matters: at one position the
+# first alternative that matches wins. Only rules whose words occur in the text are compiled into the scan.
+_RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    # A block cut before its END line (by a size cap upstream) is still hidden up to the end of the text.
+    ("pem", ("-----begin",),
+     r"(?P<pem>-----BEGIN[A-Z0-9 ]*PRIVATE\ KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE\ KEY-----|[\s\S]*))"),
+    ("dsn", ("://",), r"(?P<dsn>://[^:/@\s\"']+:)(?P<dsn_pass>[^@\s/\"']+)(?=@)"),
+    ("auth", ("authorization",),
+     r"(?P<auth>authorization[\"']?\s*[:=]\s*)(?P<auth_val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\r\n,;\"']+)"),
+    ("kv", ("pass", "pwd", "secret", "key", "token", "credential", "session", "cookie"),
+     rf"(?P<kv>{_SECRET_WORD}[\"']?\s*[:=]\s*)(?P<kv_val>{_VALUE})"),
+    ("bearer", ("bearer",), r"(?P<bearer>bearer\s+)(?P<bearer_val>(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,})"),
+    ("jwt", ("eyj",), r"(?-i:(?P<jwt>\beyJ[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}\.[A-Za-z0-9_-]{6,}))"),
+    ("aws", ("akia", "asia"), r"(?-i:(?P<aws>\b(?:AKIA|ASIA)[0-9A-Z]{16}\b))"),
+    ("slack", ("xox", "xapp-"), r"(?-i:(?P<slack>\b(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}))"),
+    ("openai", ("sk-",), r"(?-i:(?P<openai>\bsk-(?:proj-|live-|test-|ant-)?[A-Za-z0-9_-]{20,}))"),
+    ("github", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"(?-i:(?P<github>\bgh[pousr]_[A-Za-z0-9]{30,}))"),
 )
 
-# A quick filter: text with none of these characters/words cannot match, so most log lines skip the big regex.
-_HINT = re.compile(
-    r"(?i)-----BEGIN|://|authorization|pass|pwd|secret|key|token|credential|session|cookie|bearer|eyJ|AKIA|ASIA|xox|xapp|sk-|gh[pousr]_"
-)
+
+@lru_cache(maxsize=256)
+def _pattern(names: tuple[str, ...]) -> re.Pattern[str]:
+    """One alternation of the rules that can match this text (compiled once per combination)."""
+    return re.compile("|".join(p for n, _, p in _RULES if n in names), re.IGNORECASE)
 
 
 def _quoted_marker(value: str, marker: str) -> str:
@@ -60,19 +53,19 @@ def _quoted_marker(value: str, marker: str) -> str:
 def _replace(match: re.Match[str]) -> str:
     kind = match.lastgroup
     groups = match.groupdict()
-    if groups["pem"] is not None:
+    if groups.get("pem") is not None:
         return "[REDACTED PRIVATE KEY]"
-    if groups["dsn"] is not None:
+    if groups.get("dsn") is not None:
         return f"{groups['dsn']}***"
-    if groups["auth"] is not None:
+    if groups.get("auth") is not None:
         return groups["auth"] + _quoted_marker(groups["auth_val"], REDACTED)
-    if groups["kv"] is not None:
+    if groups.get("kv") is not None:
         value = groups["kv_val"]
         bare = value.strip("\"'")
         if not bare or bare == "***" or bare.startswith("[REDACTED"):
             return match.group(0)
         return groups["kv"] + _quoted_marker(value, REDACTED)
-    if groups["bearer"] is not None:
+    if groups.get("bearer") is not None:
         return groups["bearer"] + REDACTED
     labels = {"jwt": "[REDACTED JWT]", "aws": "[REDACTED AWS KEY]", "slack": "[REDACTED SLACK TOKEN]",
               "openai": "[REDACTED API KEY]", "github": "[REDACTED GITHUB TOKEN]"}
@@ -81,9 +74,13 @@ def _replace(match: re.Match[str]) -> str:
 
 def redact(text: str) -> str:
     """Replace passwords, tokens, keys and DSN credentials in text with [REDACTED] markers."""
-    if not text or _HINT.search(text) is None:
+    if not text:
         return text
-    return _PATTERN.sub(_replace, text)
+    lowered = text.lower()
+    names = tuple(name for name, words, _ in _RULES if any(word in lowered for word in words))
+    if not names:
+        return text
+    return _pattern(names).sub(_replace, text)
 
 
 def is_secret_key(key: str) -> bool:
