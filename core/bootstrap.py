@@ -23,7 +23,6 @@ from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.knowledge_path import KnowledgeAnswerer
 from core.llm.model import ChatModel, ModelReply, ModelUnavailable
-from core.llm.openai_model import OpenAIChatModel
 from core.ports import AuditStore, CanonicalStore, KeyValueStore, RunStore, TimelineStore, Tool
 from core.prompts import PromptLibrary
 from core.release.release import DiagnosisRelease
@@ -155,6 +154,9 @@ async def build_services(
     configured = model is not None or model_configured(settings)
     if model is None:
         if configured:
+            # Imported here: the openai SDK takes seconds to import and `diagbot tool|trace` never need it.
+            from core.llm.openai_model import OpenAIChatModel
+
             openai_model = OpenAIChatModel(
                 settings.openai_base_url,
                 settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,

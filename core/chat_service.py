@@ -206,7 +206,7 @@ class ChatService:
         )
         await self._runs.create(record)
         await self._kv.set(_session_seen_key(session_key), run_id, SESSION_SEEN_TTL_S)
-        await ctx.timeline.record(EventType.RUN_STARTED, {"session_turn": True, "query_chars": len(turn.text)})
+        await ctx.timeline.record(EventType.RUN_STARTED, {"query_chars": len(turn.text)})
         async with self._gate.active(session_key, run_id, ctx.cancelled):
             outcome, status = await self._guarded(ctx, record)
         record.intent = record.intent or outcome.intent

@@ -1,0 +1,135 @@
+"""The `diagbot` console script, run as a subprocess like an operator would."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from core.cli import main
+from core.settings import REPO_ROOT
+from core.testing.openai_server import FakeOpenAIServer
+
+DIAGBOT = str(Path(sys.executable).parent / "diagbot")
+
+
+def clean_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The parent environment without model/store settings, plus a temp database and the demo clock."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "DIAG_", "REDIS_", "DATABASE_"))}
+    env.update(DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path}/cli.db", DIAG_CLOCK="2026-11-29T23:30:00Z", **extra)
+    return env
+
+
+async def diagbot(env: dict[str, str], *args: str) -> tuple[int, str, str]:
+    """Run diagbot without blocking the event loop (a fake server may be serving in it)."""
+    proc = await asyncio.create_subprocess_exec(DIAGBOT, *args, env=env, cwd=REPO_ROOT,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[FakeOpenAIServer]:
+    async with FakeOpenAIServer() as fake:
+        yield fake
+
+
+async def test_tool_prints_found_projection(tmp_path: Path) -> None:
+    """`diagbot tool query_logs --service order-service --query HikariPool --level ERROR` prints a FOUND projection."""
+    code, out, _ = await diagbot(clean_env(tmp_path), "tool", "query_logs", "--service", "order-service",
+                                 "--query", "HikariPool", "--level", "ERROR", "--limit", "3")
+    assert code == 0
+    projection = json.loads(out)
+    assert projection["evidence_status"] == "EVIDENCE_FOUND"
+    assert projection["tool_name"] == "query_logs"
+    assert 0 < len(projection["logs"]) <= 3
+
+
+async def test_ask_then_trace_shows_the_runs_timeline(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    """`diagbot ask` against an OpenAI-compatible endpoint prints the outcome; `diagbot trace` prints its timeline."""
+    env = clean_env(tmp_path, OPENAI_BASE_URL=server.base_url, OPENAI_API_KEY="test", DIAG_MODEL="test-model")
+    server.push({"content": json.dumps({"intent": "DIAGNOSIS"})},
+                {"tool_calls": [{"id": "c1", "name": "query_logs",
+                                 "arguments": {"service": "notification-service", "query": "timeout"}}]},
+                {"tool_calls": [{"id": "c2", "name": "submit_diagnosis_draft", "arguments": {
+                    "analysis": [{"analysis_id": "a1", "kind": "NEGATIVE_OBSERVATION", "tool_call_ids": ["c1"],
+                                  "text": "The query for 'timeout' in notification-service matched no lines."}],
+                    "limitations": {"scope": "notification-service logs", "missing_info": ["other keywords"]}}}]},
+                {"content": json.dumps({"verdict": "SUPPORTED", "reason": "only says the query matched nothing"})})
+    code, out, err = await diagbot(env, "ask", "is notification-service timing out?", "--thread", "th-1")
+    assert code == 0, err
+    assert "[DIAGNOSIS] SUCCESS" in out
+    assert "NEGATIVE_OBSERVATION" in out
+    match = re.search(r"run id: (run_[0-9a-f]+)", out)
+    assert match is not None
+    code, out, err = await diagbot(env, "trace", match.group(1))
+    assert code == 0, err
+    types = re.findall(r"\b(RUN_STARTED|INTENT_ROUTED|TOOL_CALL|SEMANTIC_GUARD|RUN_FINISHED)\b", out)
+    assert types == ["RUN_STARTED", "INTENT_ROUTED", "TOOL_CALL", "SEMANTIC_GUARD", "RUN_FINISHED"]
+    assert "# Diagnosis Agent" not in out
+
+
+# In-process runs of the same entry point (main) for the error paths: each subprocess costs seconds of imports.
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A temp database and the demo clock for in-process main() calls."""
+    monkeypatch.setenv("DATABASE_URL", f"sqlite+aiosqlite:///{tmp_path}/cli.db")
+    monkeypatch.setenv("DIAG_CLOCK", "2026-11-29T23:30:00Z")
+
+
+@pytest.mark.usefixtures("cli_env")
+@pytest.mark.parametrize("args", [
+    ["--service", "order-service", "--query", "x", "--limit", "many"],
+    ["--service", "order-service"],
+    ["--service", "order-service", "--query", "x", "--colour", "red"],
+    ["--service", "order-service", "--query", "x", "--level=LOUD"],
+])
+def test_tool_with_bad_arguments_prints_error_projection_and_exits_1(args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """Invalid values, a missing required argument or an unknown option give the ERROR projection and exit 1."""
+    assert main(["tool", "query_logs", *args]) == 1
+    projection = json.loads(capsys.readouterr().out)
+    assert projection["evidence_status"] == "ERROR"
+    assert projection["error"]["code"] == "INVALID_ARGUMENTS"
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_tool_refuses_writes_through_query_mysql(capsys: pytest.CaptureFixture[str]) -> None:
+    """A write statement is refused by the read-only policy: ERROR projection, exit 1."""
+    assert main(["tool", "query_mysql", "--sql", "DELETE FROM orders"]) == 1
+    assert json.loads(capsys.readouterr().out)["evidence_status"] == "ERROR"
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_unknown_tool_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown tool name exits 2 with the list of tools."""
+    with pytest.raises(SystemExit) as exited:
+        main(["tool", "drop_tables", "--x", "1"])
+    assert exited.value.code == 2
+    assert "query_logs" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_ask_without_model_configuration_says_what_to_set(capsys: pytest.CaptureFixture[str]) -> None:
+    """`diagbot ask` with no model configured prints what to set and exits 2, without a traceback."""
+    assert main(["ask", "why is order-service failing?"]) == 2
+    err = capsys.readouterr().err
+    assert "OPENAI_BASE_URL" in err
+    assert "DIAG_MODEL" in err
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_trace_of_an_unknown_run_exits_1(capsys: pytest.CaptureFixture[str]) -> None:
+    """Tracing a run id that does not exist says so and exits 1."""
+    assert main(["trace", "run_doesnotexist"]) == 1
+    assert "no run run_doesnotexist" in capsys.readouterr().err
+
+
