@@ -17,7 +17,7 @@ demo: setup
 	$(BIN)/diagbot demo
 
 test: setup
-	$(BIN)/pytest
+	$(BIN)/pytest -q
 
 lint: setup
 	$(BIN)/ruff check core bot tests bench
