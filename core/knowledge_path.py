@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.agent.loop import LoopStopped, StopReason, ToolInvoker, race, validation_summary
+from core.agent.loop import LoopStopped, StopReason, ToolInvoker, budget_stop_reason, race, validation_summary
 from core.agent.schemas import SUBMIT_KNOWLEDGE, knowledge_tools
 from core.contracts.draft import KnowledgeAnswer
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
@@ -124,7 +124,7 @@ class KnowledgeAnswerer:
                 if submitted is not None:
                     return submitted, "submitted"
                 if budget:
-                    raise LoopStopped("budget_tool_calls")
+                    raise LoopStopped(budget_stop_reason(ctx))
                 if mistake:
                     mistakes += 1
                     if mistakes > 1:
@@ -159,16 +159,18 @@ class KnowledgeAnswerer:
             messages.append({"role": "assistant", "content": reply.content or ""})
             messages.append(user_message(CORRECTION))
             return None, True, False
-        lookups = [c for c in reply.tool_calls if c.name == LOOKUP]
-        projections = await race(ctx, asyncio.gather(*(self.boundary.invoke(ctx, c.id, c.name, c.arguments) for c in lookups)))
+        positions = [i for i, c in enumerate(reply.tool_calls) if c.name == LOOKUP]
+        calls = [reply.tool_calls[i] for i in positions]
+        results = await race(ctx, asyncio.gather(*(self.boundary.invoke(ctx, c.id, c.name, c.arguments) for c in calls)))
+        projections = dict(zip(positions, results, strict=True))  # by position: identical calls may repeat
         answer: KnowledgeAnswer | None = None
         mistake = budget = False
         ids: list[str] = []
         answers: list[dict[str, Any]] = []
         for index, call in enumerate(reply.tool_calls):
             call_id = call.id or f"knowledge_call_{len(messages)}_{index}"
-            if call.name == LOOKUP:
-                projection = projections[lookups.index(call)]
+            if index in projections:
+                projection = projections[index]
                 call_id = str(projection.get("tool_call_id") or call_id)
                 error = projection.get("error") or {}
                 budget = budget or "BUDGET" in str(error.get("code", "") if isinstance(error, dict) else "")

@@ -180,13 +180,14 @@ class DiagnosisAgent:
             outcome.mistakes.append("no function call")
             return outcome
 
-        tool_calls = [c for c in reply.tool_calls if c.name in TOOL_NAMES]
-        projections = await race(ctx, asyncio.gather(*(self._invoke(ctx, c, outcome) for c in tool_calls)))
+        positions = [i for i, c in enumerate(reply.tool_calls) if c.name in TOOL_NAMES]
+        results = await race(ctx, asyncio.gather(*(self._invoke(ctx, reply.tool_calls[i], outcome) for i in positions)))
+        projections = dict(zip(positions, results, strict=True))  # by position: identical calls may repeat
         answers: dict[int, dict[str, Any]] = {}
         wire_ids: list[str] = []
         for index, call in enumerate(reply.tool_calls):
-            if call.name in TOOL_NAMES:
-                projection = projections[tool_calls.index(call)]
+            if index in projections:
+                projection = projections[index]
                 wire_id = str(projection.get("tool_call_id") or state.wire_id(call.id))
                 state.used_ids.add(wire_id)
                 answers[index] = tool_message(wire_id, projection)

@@ -131,6 +131,22 @@ async def test_missing_and_duplicate_ids_get_unique_wire_ids_matching_the_bounda
     assert set(assistant_ids) == stored
 
 
+async def test_identical_repeated_calls_each_get_their_own_projection(prompts: PromptLibrary) -> None:
+    """Two byte-identical calls (same reused id and arguments) are two invocations with two distinct answers."""
+    model = ScriptedChatModel([reply(calls=[("call_0", "query_logs", LOGS_ARGS), ("call_0", "query_logs", LOGS_ARGS)]),
+                               submit_cited])
+    boundary = FakeBoundary({"query_logs": {"logs": [LOG_LINE]}})
+    ctx, _ = make_ctx()
+    result = await agent_with(model, boundary, prompts).run(ctx, None)
+    assert result.stop_reason == "submitted"
+    ids = tool_ids(model.requests[1])
+    assert len(ids) == 2
+    assert ids[0] == "call_0"
+    assert ids[1] != "call_0"
+    contents = [json.loads(m["content"])["tool_call_id"] for m in model.requests[1].messages if m["role"] == "tool"]
+    assert contents == ids
+
+
 async def test_prose_gets_one_corrective_turn_then_a_submit_is_accepted(prompts: PromptLibrary) -> None:
     """Prose instead of a call gets one corrective user message; the following submit is accepted."""
     model = ScriptedChatModel([reply("The database is down."), reply(calls=[("c1", "query_logs", LOGS_ARGS)]), submit_cited])

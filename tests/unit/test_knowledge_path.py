@@ -77,6 +77,20 @@ async def test_verified_citation_gives_success(parts: Any) -> None:
     assert len(timeline.of(EventType.MODEL_CALL)) == 2
 
 
+async def test_identical_repeated_lookups_are_answered_separately(parts: Any) -> None:
+    """Two identical lookups with one reused id get two records and two matching tool messages."""
+    model = ScriptedChatModel([reply(calls=[("k", "lookup_knowledge", LOOKUP), ("k", "lookup_knowledge", LOOKUP)]),
+                               cite_first_doc])
+    _, canonical, _ = parts
+    ctx, _ = make_ctx("hikari runbook?")
+    outcome = await answerer(model, parts).answer(ctx)
+    assert outcome.outcome is Outcome.SUCCESS
+    wire = [m["tool_call_id"] for m in model.requests[1].messages if m["role"] == "tool"]
+    assert wire == [p["tool_call_id"] for p in returned(model.requests[1])]
+    assert len(set(wire)) == 2
+    assert sorted(r.tool_call_id for r in await canonical.list_run(ctx.run_id)) == sorted(wire)
+
+
 async def test_fabricated_call_id_is_unverified(parts: Any) -> None:
     """Citing a tool_call_id that is not a call of this run gives SAFE_FALLBACK KNOWLEDGE_UNVERIFIED with the docs found."""
     model = ScriptedChatModel([reply(calls=[("k1", "lookup_knowledge", LOOKUP)]), submit_citing("k999", HIKARI_DOC)])
@@ -173,3 +187,15 @@ async def test_reasoning_goes_to_the_audit(parts: Any) -> None:
     ctx, _ = make_ctx("hikari runbook?")
     await answerer(model, parts).answer(ctx)
     assert await audit.reasoning(ctx.run_id) == [("knowledge", 1, "ponder"), ("knowledge", 2, "unavailable")]
+
+
+async def test_tool_budget_of_the_real_boundary_ends_the_path(parts: Any) -> None:
+    """With max_tool_calls=1 the second lookup is refused and the path ends unverified (budget_tool_calls)."""
+    model = ScriptedChatModel([reply(calls=[("k1", "lookup_knowledge", LOOKUP)]),
+                               reply(calls=[("k2", "lookup_knowledge", LOOKUP)]), cite_first_doc])
+    ctx, _ = make_ctx("hikari runbook?", max_tool_calls=1)
+    outcome = await answerer(model, parts).answer(ctx)
+    assert outcome.fallback is not None
+    assert "budget_tool_calls" in outcome.fallback.reason
+    assert outcome.knowledge is not None
+    assert HIKARI_DOC in outcome.knowledge.documents_found
