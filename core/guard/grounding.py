@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from core.guard.inputs import Finding, GuardInput, dependent_items
-from core.guard.numbers import canonical, numbers_in, source_tokens
+from core.guard.numbers import EvidenceText, canonical, evidence_text, numbers_in
 
 
 def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
@@ -13,21 +13,23 @@ def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
     params = data.rules.numeric
     ignore = frozenset(canonical(t) for t in params.ignore)
     argument_keys = params.argument_keys if params.allow_arguments else None
-    tokens: dict[str, frozenset[str]] = {}
+    sources: dict[str, EvidenceText] = {}
 
-    def tokens_of(cid: str) -> frozenset[str]:
-        found = tokens.get(cid)
+    def source(cid: str) -> EvidenceText:
+        found = sources.get(cid)
         if found is None:
             record = data.usable[cid]
-            found = tokens[cid] = source_tokens(record.projection or {}, record.effective_arguments, argument_keys)
+            found = sources[cid] = EvidenceText(evidence_text(record.projection or {}, record.effective_arguments, argument_keys))
         return found
 
     def ungrounded(path: str, text: str, cids: Sequence[str]) -> Iterator[Finding]:
         reported: set[str] = set()
         for number in numbers_in(text):
-            if number in reported or number in ignore or sum(ch.isdigit() for ch in number) < params.min_digits:
+            if number in reported or number in ignore:
                 continue
-            if not any(number in tokens_of(cid) for cid in cids):
+            if params.min_digits > 1 and sum(ch.isdigit() for ch in number) < params.min_digits:
+                continue
+            if not any(source(cid).grounds(number) for cid in cids):
                 reported.add(number)
                 yield Finding("NUMBER_NOT_IN_EVIDENCE", path, f"the number {number} does not appear in the tool results cited")
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import random
+from typing import Any
+
 import pytest
 
-from core.guard.numbers import canonical, numbers_in, source_tokens
+from core.guard.numbers import EvidenceText, canonical, evidence_text, numbers_in, source_tokens
 
 
 @pytest.mark.parametrize(
@@ -73,3 +76,44 @@ def test_source_tokens_without_arguments_ignore_them() -> None:
     """With argument_keys None the call's arguments ground nothing."""
     tokens = source_tokens({"count": 1, "rows": [[2.0, True, None]]}, {"limit": 20}, None)
     assert tokens == frozenset({"1", "2.0", "2"})
+
+
+def _evidence_samples() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    rows = [[f"svc-{k}", f"4.{18 + k}.0", f"2026-11-29 22:{k:02d}:00", 1000 + k * 17, 37.0, 1024] for k in range(12)]
+    logs = [
+        {
+            "timestamp": f"2026-11-29T{h:02d}:{m:02d}:{(m * 7) % 60:02d}.{m:03d}Z",
+            "message": f"HikariPool-{m} timed out after {30000 + m}ms (waiting={m}, idle=0) 5xx v2.{m}.1 1,024 rows\n{m}s",
+            "fields": {"k8s_pod": f"pod-{m}", "ms": m * 100},
+        }
+        for h, m in [(0, 5), (9, 0), (23, 59), (12, 7)]
+    ]
+    return [
+        ({"count": 12, "columns": ["s", "v", "at", "n"], "rows": rows}, {"sql": "SELECT 1", "limit": 50}),
+        ({"count": 40, "window_start": "2026-11-29T22:30:00Z", "logs": logs}, {"start": "2026-11-29T08:00:00+01:00"}),
+    ]
+
+
+def test_lazy_evidence_search_agrees_with_full_tokenisation() -> None:
+    """EvidenceText.grounds (the guard's fast path) answers exactly like membership in the full token set."""
+    rng = random.Random(7)
+    candidates = {str(i) for i in range(130)} | {"0", "00", "05", "5", "9:05", "09:05", "23:59", "2.0.1", "4.18.0"}
+    candidates |= {f"{rng.randint(0, 23)}:{rng.randint(0, 59):02d}" for _ in range(60)}
+    candidates |= {"1024", "1,024", "30005", "37", "37.0", "100", "500", "2026", "29", "1017", "4.19", "22:30", "8:00"}
+    for projection, arguments in _evidence_samples():
+        keys = list(arguments)
+        full = source_tokens(projection, arguments, keys)
+        lazy = EvidenceText(evidence_text(projection, arguments, keys))
+        for number in sorted(candidates | full):
+            canon = canonical(number)
+            assert lazy.grounds(canon) == (canon in full), number
+
+
+def test_common_numbers_switch_to_one_full_pass() -> None:
+    """A number occurring everywhere (like 0) falls back to one full tokenisation, with the same answers."""
+    text = evidence_text({"rows": [[f"{i}0{i}"] for i in range(1, 100)]}, {}, None)
+    lazy = EvidenceText(text)
+    assert lazy.grounds("0") is False
+    assert lazy._all is not None, "the full token set was built"
+    assert lazy.grounds("505") is True
+    assert lazy.grounds("5") is False

@@ -1,0 +1,124 @@
+"""EvidenceGuard cost next to one Redis round trip: 20 canonical records, a 10-analysis draft with grounded numbers.
+
+Run: python bench/bench_guard.py   (needs Redis at 127.0.0.1:6379 or $TEST_REDIS_URL). Goal: guard.check <= 5x one MGET.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import time
+import uuid
+
+import redis.asyncio as aioredis
+
+from core.contracts.draft import DiagnosisDraft
+from core.guard.evidence_guard import EvidenceGuard
+from core.guard.rules import load_rules
+from core.stores.canonical import RedisCanonicalStore
+from core.testing.release import logs_record, sql_record
+
+REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+RUN = "bench-run"
+ITERATIONS = 400
+WARMUP = 30
+
+
+def build_records() -> list:  # type: ignore[type-arg]
+    """15 log queries (15 lines each, near the projection bound) and 5 SQL queries (20 rows each)."""
+    records = []
+    for i in range(15):
+        lines = [
+            (
+                f"2026-11-29T23:{j:02d}:{(j * 7) % 60:02d}.{j:03d}Z",
+                "ERROR",
+                f"HikariPool-{i} - Connection is not available, request timed out after {30000 + j}ms "
+                f"(total={10 + j}, active={10 + j}, idle=0, waiting={i * 3 + j}) order_id=ord-{1000 + j * 13}",
+            )
+            for j in range(15)
+        ]
+        records.append(logs_record(RUN, f"call_logs_{i:02d}", lines, service=f"svc-{i}", count=40 + i))
+    for i in range(5):
+        rows = [[f"svc-{k}", f"4.{18 + k}.0", f"2026-11-29 22:{k:02d}:00", 1000 + k * 17] for k in range(20)]
+        records.append(sql_record(RUN, f"call_sql_{i}", f"SELECT * FROM deploys LIMIT {20 + i}", ["s", "v", "at", "n"], rows))
+    return records
+
+
+def build_draft(records: list) -> DiagnosisDraft:  # type: ignore[type-arg]
+    analyses = []
+    for a in range(10):
+        first, second = records[a * 2], records[a * 2 + 1]
+        if first.tool_name.value == "query_logs":
+            text = (
+                f"{40 + a * 2} ERROR lines on svc-{a * 2}: HikariPool-{a * 2} timed out after 30000ms at 23:00, "
+                f"waiting={a * 6}, between 22:30 and 23:30."
+            )
+        else:
+            text = "Deploy 4.18.0 of svc-0 at 22:00 with n=1000; 20 rows shown."
+        analyses.append(
+            {"analysis_id": f"a{a}", "kind": "NORMAL", "text": text, "tool_call_ids": [first.tool_call_id, second.tool_call_id]}
+        )
+    return DiagnosisDraft.model_validate(
+        {
+            "conclusion": {
+                "text": "HikariPool-0 exhaustion since 23:00 across 15 services.",
+                "based_on_analysis_ids": ["a0", "a7"],
+            },
+            "analysis": analyses,
+            "action_plan": [{"action": "Check pool sizes of 4.18.0.", "based_on_analysis_ids": ["a9"]}],
+            "limitations": {"scope": "logs 22:30-23:30 and deploys"},
+        }
+    )
+
+
+async def main() -> None:
+    client = aioredis.from_url(REDIS_URL)
+    prefix = f"bench:{uuid.uuid4().hex[:8]}:"
+    store = RedisCanonicalStore(client, prefix, ttl_s=300)
+    try:
+        records = build_records()
+        for record in records:
+            await store.put(record)
+        draft = build_draft(records)
+        guard = EvidenceGuard(store, load_rules())
+        result = await guard.check(RUN, draft)
+        assert result.valid, [(v.code, v.path, v.message) for v in result.violations]
+        keys = [store.record_key(RUN, r.tool_call_id) for r in records]
+        guard_times, mget_times = [], []
+        for i in range(WARMUP + ITERATIONS):
+            t0 = time.perf_counter()
+            await client.mget(keys)
+            t1 = time.perf_counter()
+            await guard.check(RUN, draft)
+            t2 = time.perf_counter()
+            if i >= WARMUP:
+                mget_times.append(t1 - t0)
+                guard_times.append(t2 - t1)
+        # Breakdown: the store's read (MGET + record parsing) vs the guard's own rule work.
+        read_times = []
+        for _ in range(ITERATIONS // 2):
+            t0 = time.perf_counter()
+            await store.get_many(RUN, [r.tool_call_id for r in records])
+            read_times.append(time.perf_counter() - t0)
+        mget = statistics.median(mget_times) * 1e6
+        check = statistics.median(guard_times) * 1e6
+        read = statistics.median(read_times) * 1e6
+        # Each guard run is paired with the MGET just before it, so machine load drifts out of the ratio.
+        paired = statistics.median(g / m for g, m in zip(guard_times, mget_times, strict=True))
+        payload = sum(len(r.model_dump_json()) for r in records)
+        print(f"records: {len(records)} ({payload / 1024:.0f} KiB of canonical JSON), analyses: {len(draft.analysis)}")
+        print(f"MGET of {len(keys)} keys (median):         {mget:8.0f} us")
+        print(f"store.get_many (MGET + parse, median): {read:8.0f} us  ({read / mget:.2f}x MGET)")
+        print(f"guard.check (median):                  {check:8.0f} us  ({check / mget:.2f}x MGET, goal <= 5x)")
+        print(f"guard rule work beyond the read:       {check - read:8.0f} us  ({(check - read) / mget:.2f}x MGET)")
+        print(f"paired ratio guard.check / MGET (median of {len(guard_times)} pairs): {paired:.2f}x (goal <= 5x)")
+    finally:
+        keys_left = [k async for k in client.scan_iter(match=f"{prefix}*")]
+        if keys_left:
+            await client.delete(*keys_left)
+        await client.aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
