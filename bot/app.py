@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import aiohttp
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncConnectionErrorRetryHandler,
@@ -24,10 +25,16 @@ from core.ports import ChatServicePort, KeyValueStore
 from core.settings import Settings
 
 SLACK_API_DEFAULT = "https://slack.com/api/"
+# Outgoing Web API calls in flight at once. Slack rate-limits posting (~1 msg/s per channel) anyway; a small pool
+# keeps bursts of background posts (many runs finishing together) from starving the acks on the same event loop.
+MAX_SLACK_CONNECTIONS = 10
 
 
-def build_client(settings: Settings) -> AsyncWebClient:
-    """Web API client: base URL from SLACK_API_URL, retries for 429 (Retry-After), 5xx and connection errors."""
+def build_client(settings: Settings, session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
+    """Web API client: base URL from SLACK_API_URL, retries for 429 (Retry-After), 5xx and connection errors.
+
+    With `session`, calls share one connection pool (no TLS handshake per call); without, each call opens its own.
+    """
     base_url = settings.slack_api_url or SLACK_API_DEFAULT
     if not base_url.endswith("/"):
         base_url += "/"
@@ -35,6 +42,7 @@ def build_client(settings: Settings) -> AsyncWebClient:
     return AsyncWebClient(
         token=token,
         base_url=base_url,
+        session=session,
         retry_handlers=[
             AsyncRateLimitErrorRetryHandler(max_retry_count=3),
             AsyncServerErrorRetryHandler(max_retry_count=2),
@@ -49,16 +57,22 @@ class SlackBot:
 
     app: AsyncApp
     deps: BotDeps
+    session: aiohttp.ClientSession | None = None
 
     async def aclose(self, timeout_s: float = 10.0) -> None:
-        """Let running turns finish (bounded), then cancel them."""
+        """Let running turns finish (bounded), then cancel them; close the connection pool we opened."""
         await self.deps.runner.aclose(timeout_s)
+        if self.session is not None:
+            await self.session.close()
 
 
 def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, client: AsyncWebClient | None = None,
-              progress_interval_s: float = MIN_INTERVAL_S) -> SlackBot:
-    """Build the app and its listeners' shared state."""
-    client = client or build_client(settings)
+              progress_interval_s: float = MIN_INTERVAL_S, pooled: bool = True) -> SlackBot:
+    """Build the app and its listeners' shared state (call inside a running loop when pooled; close with aclose)."""
+    session = None
+    if client is None and pooled:
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=MAX_SLACK_CONNECTIONS))
+    client = client or build_client(settings, session)
     signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     app = AsyncApp(client=client, signing_secret=signing_secret, name="diagbot")
     deps = BotDeps(
@@ -71,10 +85,10 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
     register_events(app, deps)
     register_commands(app, deps)
     register_actions(app, deps)
-    return SlackBot(app=app, deps=deps)
+    return SlackBot(app=app, deps=deps, session=session)
 
 
 def build_app(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *,
               client: AsyncWebClient | None = None) -> AsyncApp:
-    """The Bolt AsyncApp with events, commands and actions registered."""
-    return build_bot(settings, chat, kv, client=client).app
+    """The Bolt AsyncApp with events, commands and actions registered (unpooled client: nothing to close)."""
+    return build_bot(settings, chat, kv, client=client, pooled=False).app

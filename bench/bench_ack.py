@@ -1,0 +1,237 @@
+"""Ack latency of the Events endpoint while 200 runs are in flight, against a bare Bolt app.
+
+Starts the local fake Slack Web API, then (1) diagbot's app (build_bot) with a chat service whose runs last
+minutes, (2) a bare Bolt AsyncApp whose app_mention listener does nothing. For each it sends signed
+app_mention requests over real HTTP (distinct event_ids and ts), first 200 to fill the run queue (diagbot:
+200 runs in flight, each with a placeholder and a progress edit), then measures the ack latency of the next
+requests. Prints p50/p99 for both and their ratio (goal: p99 <= 50 ms and <= 1.5x the bare app).
+
+Run: python bench/bench_ack.py
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import json
+import multiprocessing
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from pydantic import SecretStr
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bot.app import build_bot
+from bot.serve import build_web_app
+from core.contracts.release import Outcome, ReleaseOutcome
+from core.contracts.run import RunRecord, TimelineEvent, Turn
+from core.ports import ProgressSink
+from core.settings import Settings
+from core.stores.kv import InMemoryKV
+from tests.fakes.slack_server import FakeSlack
+
+SECRET = "bench-secret"
+IN_FLIGHT = 200
+MEASURED = 400
+CONCURRENCY = 4
+RATE = 50
+
+
+class SlowChat:
+    """A ChatServicePort whose runs report progress once and then take minutes (until cancelled)."""
+
+    def __init__(self) -> None:
+        self.started = 0
+
+    async def handle(self, turn: Turn, progress: ProgressSink | None = None) -> ReleaseOutcome:
+        self.started += 1
+        run_id = f"run_{self.started}"
+        if progress is not None:
+            await progress.update(run_id, "tool", {"tool_name": "query_logs", "evidence_status": "EVIDENCE_FOUND", "count": 3})
+        await asyncio.sleep(600)
+        return ReleaseOutcome(run_id=run_id, outcome=Outcome.FAILURE)
+
+    async def has_session(self, session_key: str) -> bool:
+        return False
+
+    async def cancel_run(self, run_id: str) -> bool:
+        return False
+
+    async def cancel_session(self, session_key: str) -> bool:
+        return False
+
+    async def get_run(self, run_id: str) -> RunRecord | None:
+        return None
+
+    async def timeline(self, run_id: str) -> list[TimelineEvent]:
+        return []
+
+
+def signed(n: int, prefix: str) -> tuple[bytes, dict[str, str]]:
+    """A signed app_mention delivery with a unique event_id and ts."""
+    ts = f"{1700000000 + n}.{n:06d}"
+    body = json.dumps({"token": "x", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+                       "event_id": f"Ev{prefix}{n:07d}", "event_time": int(time.time()),
+                       "event": {"type": "app_mention", "user": "U1", "text": "<@UBOT> why?", "ts": ts,
+                                 "channel": "C1", "event_ts": ts}})
+    now = str(int(time.time()))
+    sig = "v0=" + hmac.new(SECRET.encode(), f"v0:{now}:{body}".encode(), hashlib.sha256).hexdigest()
+    return body.encode(), {"Content-Type": "application/json", "X-Slack-Request-Timestamp": now, "X-Slack-Signature": sig}
+
+
+async def fire(session: aiohttp.ClientSession, url: str, start: int, count: int, prefix: str) -> list[float]:
+    """Send `count` requests with CONCURRENCY workers; returns each ack latency in ms."""
+    latencies: list[float] = []
+    queue = list(range(start, start + count))
+
+    async def worker() -> None:
+        while queue:
+            body, headers = signed(queue.pop(), prefix)
+            t = time.perf_counter()
+            async with session.post(url, data=body, headers=headers) as resp:
+                await resp.read()
+                assert resp.status == 200, resp.status
+            latencies.append((time.perf_counter() - t) * 1000)
+
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return latencies
+
+
+def pct(values: list[float], p: float) -> float:
+    """Percentile by nearest rank."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def serve_fake_slack(port_queue: Any) -> None:
+    """Process: the fake Slack Web API (Slack is remote in production, so it gets its own process here too)."""
+
+    async def run() -> None:
+        slack = await FakeSlack().start()
+        port_queue.put(slack.port)
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+def serve_app(kind: str, slack_url: str, port_queue: Any) -> None:
+    """Process: diagbot's app (kind='diagbot') or a bare Bolt app (kind='bare') on a free local port."""
+
+    async def run() -> None:
+        if kind == "diagbot":
+            settings = Settings(slack_bot_token=SecretStr("xoxb-bench"), slack_signing_secret=SecretStr(SECRET),
+                                slack_api_url=slack_url)
+            bot = build_bot(settings, SlowChat(), InMemoryKV())
+            web_app = build_web_app(bot.app)
+
+            async def in_flight(_: web.Request) -> web.Response:
+                return web.json_response({"in_flight": bot.deps.runner.in_flight})
+
+            web_app.router.add_get("/in-flight", in_flight)
+        else:
+            bare = AsyncApp(signing_secret=SECRET, client=AsyncWebClient(token="xoxb-bench", base_url=slack_url))
+
+            @bare.event("app_mention")
+            async def nothing() -> None:
+                return None
+
+            web_app = bare.web_app(path="/slack/events")
+        runner = web.AppRunner(web_app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port_queue.put(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        await asyncio.Event().wait()
+
+    asyncio.run(run())
+
+
+async def paced(session: aiohttp.ClientSession, url: str, start: int, count: int, prefix: str) -> list[float]:
+    """Open-loop load: one request every 1/RATE s whatever the answers (how Slack delivers events)."""
+    latencies: list[float] = []
+
+    async def one(n: int) -> None:
+        body, headers = signed(n, prefix)
+        t = time.perf_counter()
+        async with session.post(url, data=body, headers=headers) as resp:
+            await resp.read()
+            assert resp.status == 200, resp.status
+        latencies.append((time.perf_counter() - t) * 1000)
+
+    tasks = []
+    for n in range(start, start + count):
+        tasks.append(asyncio.create_task(one(n)))
+        await asyncio.sleep(1 / RATE)
+    await asyncio.gather(*tasks)
+    return latencies
+
+
+async def measure(port: int, prefix: str, with_in_flight: bool) -> tuple[list[float], list[float], int | None]:
+    """Fill with IN_FLIGHT requests, let their background work settle, then measure paced and saturated acks."""
+    url = f"http://127.0.0.1:{port}/slack/events"
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
+        await fire(session, url, 0, IN_FLIGHT, prefix)
+        await asyncio.sleep(3.0)  # placeholders and first progress edits of the first wave go out
+        in_flight = None
+        if with_in_flight:
+            async with session.get(f"http://127.0.0.1:{port}/in-flight") as resp:
+                in_flight = (await resp.json())["in_flight"]
+        paced_ms = await paced(session, url, IN_FLIGHT, MEASURED, prefix)
+        await asyncio.sleep(2.0)
+        saturated_ms = await fire(session, url, IN_FLIGHT + MEASURED, MEASURED, prefix)
+        return paced_ms, saturated_ms, in_flight
+
+
+def start(target: Any, *args: Any) -> tuple[Any, int]:
+    """Start a server process and wait for its port."""
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    proc = ctx.Process(target=target, args=(*args, queue), daemon=True)
+    proc.start()
+    return proc, queue.get(timeout=60)
+
+
+async def main() -> None:
+    slack_proc, slack_port = start(serve_fake_slack)
+    slack_url = f"http://127.0.0.1:{slack_port}/api/"
+    results: dict[str, tuple[list[float], list[float]]] = {}
+    try:
+        for kind in ("diagbot", "bare"):
+            proc, port = start(serve_app, kind, slack_url)
+            try:
+                paced_ms, saturated_ms, in_flight = await measure(port, kind[0], kind == "diagbot")
+                results[kind] = (paced_ms, saturated_ms)
+                if in_flight is not None:
+                    print(f"diagbot runs in flight while measuring: {in_flight}")
+            finally:
+                proc.terminate()
+                proc.join()
+    finally:
+        slack_proc.terminate()
+        slack_proc.join()
+    print(f"{MEASURED} requests per app and load, after {IN_FLIGHT} runs were started (each request starts one more)")
+    verdict = ""
+    for i, load in enumerate((f"paced {RATE}/s", f"saturated, {CONCURRENCY} concurrent")):
+        ours, theirs = results["diagbot"][i], results["bare"][i]
+        print(f"\n[{load}]")
+        print(f"{'':10} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+        for name, vals in (("diagbot", ours), ("bare bolt", theirs)):
+            print(f"{name:10} {pct(vals, 50):8.2f} {pct(vals, 99):8.2f} {statistics.mean(vals):8.2f}")
+        ratio50, ratio99 = pct(ours, 50) / pct(theirs, 50), pct(ours, 99) / pct(theirs, 99)
+        print(f"ratio diagbot/bare: p50 {ratio50:.2f}x, p99 {ratio99:.2f}x")
+        if i == 0:
+            verdict = "met" if pct(ours, 99) <= 50 and ratio99 <= 1.5 else "NOT met"
+    print(f"\ngoal (paced: p99 <= 50 ms and <= 1.5x the bare app): {verdict}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
