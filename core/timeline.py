@@ -71,17 +71,28 @@ class RunTimeline:
         self.run_id = run_id
         self._store = store
         self._clock = clock
-        self._seq = 0
+        self._seq: int | None = None
         self._lock = asyncio.Lock()
+
+    async def _next_seq(self) -> int:
+        if self._seq is None:
+            # Continue after events an earlier RunTimeline of the same run already stored (e.g. after a restart).
+            try:
+                self._seq = max((e.seq for e in await self._store.list(self.run_id)), default=0)
+            except Exception as exc:  # the store may be down; the append below will report it
+                logger.warning("timeline of %s not readable: %s", self.run_id, exc.__class__.__name__)
+                self._seq = 0
+        self._seq += 1
+        return self._seq
 
     async def record(self, type: EventType, summary: dict[str, Any] | None = None, duration_ms: float = 0.0) -> None:
         """Append one event with the next seq; never raises because of the store."""
         duration = duration_ms if math.isfinite(duration_ms) and duration_ms >= 0 else 0.0
         async with self._lock:
-            self._seq += 1
+            seq = await self._next_seq()
             event = TimelineEvent(
                 run_id=self.run_id,
-                seq=self._seq,
+                seq=seq,
                 type=EventType(type),
                 at=self._clock(),
                 duration_ms=duration,
@@ -90,4 +101,4 @@ class RunTimeline:
             try:
                 await self._store.append(event)
             except Exception as exc:  # a timeline write must not break the run it describes
-                logger.warning("timeline event %s#%d not stored: %s", self.run_id, self._seq, exc.__class__.__name__)
+                logger.warning("timeline event %s#%d not stored: %s", self.run_id, seq, exc.__class__.__name__)

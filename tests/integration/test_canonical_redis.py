@@ -30,13 +30,14 @@ class CountingRedis(aioredis.Redis):
 
     async def execute_command(self, *args: Any, **options: Any) -> Any:
         self.commands.append(str(args[0]).upper())
-        return await super().execute_command(*args, **options)
+        return await super().execute_command(*args, **options)  # type: ignore[no-untyped-call]
 
 
 @pytest.fixture
 async def counting_client(key_prefix: str) -> AsyncIterator[CountingRedis]:
     """A counting client on the test Redis; the test's keys are removed afterwards."""
     client = CountingRedis.from_url(REDIS_URL)
+    assert isinstance(client, CountingRedis)
     client.commands = []
     yield client
     keys = [k async for k in client.scan_iter(match=f"{key_prefix}*")]
@@ -60,7 +61,9 @@ async def test_put_writes_json_with_ttl_and_round_trips(redis_client: aioredis.R
     record = _record("call_a", state=InvocationState.READY)
     await store.put(record)
     key = f"{key_prefix}inv:run-1:call_a"
-    assert CanonicalRecord.model_validate_json(await redis_client.get(key)) == record
+    stored = await redis_client.get(key)
+    assert stored is not None
+    assert CanonicalRecord.model_validate_json(stored) == record
     assert 590 <= await redis_client.ttl(key) <= 600
     assert 590 <= await redis_client.ttl(f"{key_prefix}run:run-1:order") <= 600
     assert (await store.get_many("run-1", ["call_a"]))["call_a"] == record

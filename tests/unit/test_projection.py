@@ -42,9 +42,9 @@ def _raw(tool: ToolName, rng: random.Random, n_items: int, item_chars: int, n_co
         ]
         return RawResult(items=items, total_count=n_items + 3,
                          effective_arguments={"start": "2024-05-01T22:00:00Z", "end": "2024-05-01T23:00:00Z"})
-    items = [{"doc": f"runbooks/{i}.md", "heading": "HikariCP", "text": _text(rng, item_chars), "score": rng.random()}
-             for i in range(n_items)]
-    return RawResult(items=items, total_count=n_items)
+    blocks: list[dict[str, Any]] = [{"doc": f"runbooks/{i}.md", "heading": "HikariCP", "text": _text(rng, item_chars), "score": rng.random()}
+              for i in range(n_items)]
+    return RawResult(items=blocks, total_count=n_items)
 
 
 CASES = [(tool, n, chars, max_bytes)
@@ -62,13 +62,14 @@ def test_projection_is_valid_and_bounded_for_any_raw_size(tool: ToolName, n_item
     projection = project("call_abc", tool, raw, None, max_bytes=max_bytes)
     PROJECTION.validate_python(projection)
     assert projection_size(projection) <= max_bytes
-    items = projection["rows"] if tool == ToolName.QUERY_MYSQL else projection.get("logs", projection.get("evidence_blocks"))
+    field = {ToolName.QUERY_MYSQL: "rows", ToolName.QUERY_LOGS: "logs", ToolName.LOOKUP_KNOWLEDGE: "evidence_blocks"}[tool]
+    shown = projection[field]
     if n_items:
         assert projection["evidence_status"] == EvidenceStatus.EVIDENCE_FOUND
-        assert 1 <= len(items) <= 50
+        assert 1 <= len(shown) <= 50
     else:
         assert projection["evidence_status"] == EvidenceStatus.NO_EVIDENCE
-        assert items == []
+        assert shown == []
     assert "hunter2" not in str(projection)
     assert projection["count"] == raw.total_count
 

@@ -26,6 +26,14 @@ async def test_events_get_monotonic_seq_even_when_recorded_concurrently() -> Non
     assert [e.seq for e in events] == list(range(1, 21))
 
 
+async def test_a_new_timeline_for_the_same_run_continues_the_seq() -> None:
+    """A second RunTimeline of a run (another component, a restart) appends after the stored events."""
+    store = InMemoryTimelineStore()
+    await RunTimeline("run-1", store).record(EventType.RUN_STARTED)
+    await RunTimeline("run-1", store).record(EventType.RUN_FINISHED)
+    assert [(e.seq, e.type) for e in await store.list("run-1")] == [(1, EventType.RUN_STARTED), (2, EventType.RUN_FINISHED)]
+
+
 async def test_event_carries_type_time_and_duration() -> None:
     """The clock, type and duration given are what is stored."""
     at = datetime(2024, 5, 1, 23, 0, tzinfo=UTC)
