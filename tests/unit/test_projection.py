@@ -42,8 +42,10 @@ def _raw(tool: ToolName, rng: random.Random, n_items: int, item_chars: int, n_co
         ]
         return RawResult(items=items, total_count=n_items + 3,
                          effective_arguments={"start": "2024-05-01T22:00:00Z", "end": "2024-05-01T23:00:00Z"})
-    blocks: list[dict[str, Any]] = [{"doc": f"runbooks/{i}.md", "heading": "HikariCP", "text": _text(rng, item_chars), "score": rng.random()}
-              for i in range(n_items)]
+    blocks: list[dict[str, Any]] = [
+        {"doc": f"runbooks/{i}.md", "heading": "HikariCP", "text": _text(rng, item_chars), "score": rng.random()}
+        for i in range(n_items)
+    ]
     return RawResult(items=blocks, total_count=n_items)
 
 
