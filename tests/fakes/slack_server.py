@@ -149,6 +149,16 @@ class FakeSlack:
                 await self._call_arrived.wait()
         return self.calls_of(method)[0]
 
+    async def wait_for_metadata(self, timeout_s: float = 5.0) -> dict[str, Any]:
+        """Wait for the first message sent with metadata (a turn's final message); returns that metadata."""
+        async with asyncio.timeout(timeout_s):
+            while True:
+                for call in self.calls:
+                    if call.params.get("metadata"):
+                        return dict(call.params["metadata"])
+                self._call_arrived.clear()
+                await self._call_arrived.wait()
+
     async def next_response(self, timeout_s: float = 5.0) -> dict[str, Any]:
         """Wait for and take the oldest response_url post (respond())."""
         async with asyncio.timeout(timeout_s):

@@ -1,0 +1,48 @@
+"""`serve` in HTTP mode: builds the real services, serves /healthz and /slack/events on $PORT, shuts down cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+
+import aiohttp
+from pydantic import SecretStr
+
+from bot.serve import serve
+from core.settings import Settings
+from tests.bot.slack_requests import SECRET, SlackSender, mention
+from tests.fakes.slack_server import FakeSlack
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_http_mode_serves_health_and_events_then_stops(fake_slack: FakeSlack, tmp_path: Path) -> None:
+    """Without SLACK_APP_TOKEN, serve() listens on PORT; signed events are acked; stop closes everything."""
+    port = _free_port()
+    settings = Settings(slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET),
+                        slack_api_url=fake_slack.api_url, database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db",
+                        port=port)
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve(settings, stop))
+    base = f"http://127.0.0.1:{port}"
+    async with aiohttp.ClientSession() as session:
+        async with asyncio.timeout(20):
+            while True:
+                try:
+                    async with session.get(f"{base}/healthz") as resp:
+                        assert resp.status == 200
+                        break
+                except aiohttp.ClientConnectionError:
+                    await asyncio.sleep(0.05)
+        status, _ = await SlackSender(session, f"{base}/slack/events").event(mention(ts="41.0"))
+        assert status == 200
+        # No model is configured: the run ends FAILURE and says so in the thread.
+        final = await fake_slack.wait_for_metadata(timeout_s=20)
+        assert final["event_payload"]["outcome"] == "FAILURE"
+    stop.set()
+    await asyncio.wait_for(task, 20)
