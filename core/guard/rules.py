@@ -96,6 +96,10 @@ class RuleSet(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _ids_from_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "numeric" in data:
+            raise ValueError(
+                "unknown top-level key 'numeric': numeric grounding parameters go in [rules.numeric_grounding.parameters]"
+            )
         if isinstance(data, dict) and isinstance(data.get("rules"), dict):
             rules = {k: {**v, "id": k} if isinstance(v, dict) else v for k, v in data["rules"].items()}
             data = {**data, "rules": rules}

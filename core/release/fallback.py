@@ -5,12 +5,15 @@ Nothing here reads the draft: a fallback must never repeat prose the guards did 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
 from core.contracts.release import FallbackMessage, ObservedFact
 from core.release.sources import plural, shorten, source_label, window_text
+
+_CODE = re.compile(r"[a-z0-9_]+")
 
 FACT_MAX = 400
 STEPS_MAX = 6
@@ -24,6 +27,7 @@ _FAILURE_WORDS = {
     "budget_steps": "the step budget was exhausted",
     "budget_tool_calls": "the tool-call budget was exhausted",
     "budget_observations": "the observation budget was exhausted",
+    "budget_observation": "the observation budget was exhausted",
     "budget_bytes": "the observation budget was exhausted",
     "deadline": "the time budget was exhausted",
     "budget_deadline": "the time budget was exhausted",
@@ -38,7 +42,9 @@ _FAILURE_WORDS = {
 
 def failure_stage(reason: str) -> str:
     """'the diagnosis could not be finished: <reason in words>' for FAILURE outcomes."""
-    words = _FAILURE_WORDS.get(reason.strip().lower()) or shorten(reason.replace("_", " "), 120) or "an unknown error"
+    code = reason.strip().lower()
+    words = _FAILURE_WORDS.get(code) or shorten(code.replace("_", " ") if _CODE.fullmatch(code) else reason, 160)
+    words = words or "an unknown error"
     return f"the diagnosis could not be finished: {words}"
 
 

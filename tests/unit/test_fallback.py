@@ -147,6 +147,7 @@ def test_explicit_next_steps_replace_derived_ones_and_reason_is_capped() -> None
         ("model_unavailable", "the model was unavailable"),
         ("cancelled", "the run was cancelled"),
         ("some_new_reason", "some new reason"),
+        ("the tool-call budget ran out", "the tool-call budget ran out"),
     ],
 )
 def test_failure_stage_is_plain_words(reason: str, words: str) -> None:

@@ -147,3 +147,9 @@ async def test_numeric_parameters_change_what_is_checked() -> None:
     assert (await _check(limited)).valid, "20 is the call's limit argument"
     no_args = await _check(limited, numeric_grounding={"parameters": {"allow_arguments": False}})
     assert [(v.path, v.code) for v in no_args.violations] == [("analysis[0].text", "NUMBER_NOT_IN_EVIDENCE")]
+
+
+def test_numeric_parameters_live_only_under_their_rule() -> None:
+    """A top-level `numeric` table is rejected, so parameters have exactly one place in the file."""
+    with pytest.raises(RulesFileError, match="numeric"):
+        parse_rules(BASE.replace('rule_set_version = "2026-11-29.1"', 'rule_set_version = "x"\nnumeric = {min_digits = 3}'))
