@@ -56,13 +56,23 @@ class CannedBoundary:
         self.n += 1
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        return {"tool_call_id": tool_call_id or f"m{self.n}", "tool_name": name, "evidence_status": "EVIDENCE_FOUND",
-                "count": 1, "truncated": False, "logs": [{"message": "timeout after 30000ms"}]}
+        return {
+            "tool_call_id": tool_call_id or f"m{self.n}",
+            "tool_name": name,
+            "evidence_status": "EVIDENCE_FOUND",
+            "count": 1,
+            "truncated": False,
+            "logs": [{"message": "timeout after 30000ms"}],
+        }
 
 
 def submit_args(ids: list[str]) -> str:
-    return json.dumps({"analysis": [{"analysis_id": "a1", "kind": "NORMAL", "text": "timeouts", "tool_call_ids": ids[:10]}],
-                       "limitations": {"scope": "order-service"}})
+    return json.dumps(
+        {
+            "analysis": [{"analysis_id": "a1", "kind": "NORMAL", "text": "timeouts", "tool_call_ids": ids[:10]}],
+            "limitations": {"scope": "order-service"},
+        }
+    )
 
 
 def scripted_steps() -> list[Any]:
@@ -70,8 +80,10 @@ def scripted_steps() -> list[Any]:
         ids = [m["tool_call_id"] for m in request.messages if m["role"] == "tool"]
         return ModelReply(tool_calls=[ModelToolCall(id="s", name="submit_diagnosis_draft", arguments=submit_args(ids))])
 
-    calls = [ModelReply(tool_calls=[ModelToolCall(id=f"c{i}", name="query_logs", arguments=json.dumps(LOGS_ARGS))])
-             for i in range(STEPS - 1)]
+    calls = [
+        ModelReply(tool_calls=[ModelToolCall(id=f"c{i}", name="query_logs", arguments=json.dumps(LOGS_ARGS))])
+        for i in range(STEPS - 1)
+    ]
     return [*calls, submit]
 
 
@@ -80,8 +92,7 @@ def http_steps() -> list[Any]:
         ids = [m["tool_call_id"] for m in request["messages"] if m["role"] == "tool"]
         return {"tool_calls": [{"id": "s", "name": "submit_diagnosis_draft", "arguments": submit_args(ids)}]}
 
-    return [*({"tool_calls": [{"id": f"c{i}", "name": "query_logs", "arguments": LOGS_ARGS}]} for i in range(STEPS - 1)),
-            submit]
+    return [*({"tool_calls": [{"id": f"c{i}", "name": "query_logs", "arguments": LOGS_ARGS}]} for i in range(STEPS - 1)), submit]
 
 
 def ctx(budgets: Budgets | None = None) -> RunContext:
@@ -115,8 +126,9 @@ async def loop_over_http(prompts: PromptLibrary, runs: int) -> float:
 
 async def parallel_ratio(prompts: PromptLibrary, calls: int, delay_s: float) -> float:
     """Wall time of one step with `calls` parallel tool calls of delay_s each, over the sequential sum."""
-    reply = ModelReply(tool_calls=[ModelToolCall(id=f"p{i}", name="query_logs", arguments=json.dumps(LOGS_ARGS))
-                                   for i in range(calls)])
+    reply = ModelReply(
+        tool_calls=[ModelToolCall(id=f"p{i}", name="query_logs", arguments=json.dumps(LOGS_ARGS)) for i in range(calls)]
+    )
     model = ScriptedChatModel([reply])
     started = time.perf_counter()
     await DiagnosisAgent(model, "m", CannedBoundary(delay_s), prompts, NullAudit()).run(ctx(Budgets(max_steps=1)), None)
@@ -125,13 +137,33 @@ async def parallel_ratio(prompts: PromptLibrary, calls: int, delay_s: float) -> 
 
 def judge_input_figures() -> tuple[int, int, float]:
     """Bytes of a large snapshot before/after capping to 96 KiB, and ms per build."""
-    lines = [{"timestamp": "2026-11-29T23:00:00Z", "service": "order-service", "level": "ERROR",
-              "message": "HikariPool-1 - Connection is not available " + "x" * 2000, "fields": {}} for _ in range(50)]
-    projections = {f"c{i}": {"tool_call_id": f"c{i}", "tool_name": "query_logs", "evidence_status": "EVIDENCE_FOUND",
-                             "count": 50, "truncated": False, "logs": lines} for i in range(20)}
+    lines = [
+        {
+            "timestamp": "2026-11-29T23:00:00Z",
+            "service": "order-service",
+            "level": "ERROR",
+            "message": "HikariPool-1 - Connection is not available " + "x" * 2000,
+            "fields": {},
+        }
+        for _ in range(50)
+    ]
+    projections = {
+        f"c{i}": {
+            "tool_call_id": f"c{i}",
+            "tool_name": "query_logs",
+            "evidence_status": "EVIDENCE_FOUND",
+            "count": 50,
+            "truncated": False,
+            "logs": lines,
+        }
+        for i in range(20)
+    }
     snapshot = VerifiedEvidenceSnapshot(run_id="bench", projections=projections, rule_set_version="r")
-    draft = DiagnosisDraft(analysis=[Analysis(analysis_id=f"a{i}", kind=AnalysisKind.NORMAL, text="t" * 900,
-                                              tool_call_ids=[f"c{i}"]) for i in range(20)])
+    draft = DiagnosisDraft(
+        analysis=[
+            Analysis(analysis_id=f"a{i}", kind=AnalysisKind.NORMAL, text="t" * 900, tool_call_ids=[f"c{i}"]) for i in range(20)
+        ]
+    )
     raw = len(json.dumps({"projections": projections}).encode())
     times = []
     for _ in range(5):
@@ -152,8 +184,10 @@ async def main() -> None:
     ratio = await parallel_ratio(prompts, 8, 0.1)
     print(f"8 parallel tool calls of 100 ms       : wall/sequential = {ratio:.2f} (1.00 would be sequential)")
     raw, capped, ms = judge_input_figures()
-    print(f"semantic guard input, 20x50 log lines : {raw / 1024:.0f} KiB snapshot -> {capped / 1024:.1f} KiB request "
-          f"(cap 96 KiB), {ms:.1f} ms to build")
+    print(
+        f"semantic guard input, 20x50 log lines : {raw / 1024:.0f} KiB snapshot -> {capped / 1024:.1f} KiB request "
+        f"(cap 96 KiB), {ms:.1f} ms to build"
+    )
 
 
 if __name__ == "__main__":
