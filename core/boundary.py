@@ -65,7 +65,7 @@ class _Call:
     effective: dict[str, Any] = field(default_factory=dict)
     reserved_bytes: int = 0
     max_bytes: int = MIN_PROJECTION_BYTES
-    record_written: bool = False
+    raw_bytes: int = 0
 
 
 class ToolBoundary:
@@ -126,7 +126,6 @@ class ToolBoundary:
             await self._canonical.put(self._record(call, InvocationState.PENDING))
         except StoreUnavailable:
             return await self._store_down(call)
-        call.record_written = True
         outcome = await self._run(call, tool, args)
         if isinstance(outcome, ToolError):
             return await self._finish(call, None, outcome)
@@ -176,7 +175,9 @@ class ToolBoundary:
                 return ToolError(code="INVALID_ARGUMENTS", message="Arguments are not valid JSON; send one JSON object.")
         if not isinstance(arguments, dict):
             return ToolError(code="INVALID_ARGUMENTS", message="Arguments must be a JSON object of named fields.")
-        return arguments
+        # Direct callers may pass Python values; keep only what JSON can carry so the record always serialises.
+        normalised: dict[str, Any] = json.loads(json.dumps(arguments, default=str))
+        return normalised
 
     async def _run(self, call: _Call, tool: Tool, args: BaseModel) -> RawResult | ToolError:
         """Run the tool under the per-tool timeout (capped by the deadline), stopping early on cancellation."""
@@ -195,7 +196,7 @@ class ToolBoundary:
             if exc is None:
                 result = run_task.result()
                 if isinstance(result, RawResult):
-                    return result
+                    return self._measured(call, result)
                 logger.warning("tool %s returned %s instead of RawResult", name, type(result).__name__)
             elif isinstance(exc, ToolFailure):
                 return ToolError(code=exc.code, message=exc.message)
@@ -208,6 +209,17 @@ class ToolBoundary:
         if cancel_task in done:
             return ToolError(code="CANCELLED", message="The run was cancelled while the tool was running.")
         return ToolError(code="TIMEOUT", message=f"{name} did not answer within {timeout:.1f} s.")
+
+    @staticmethod
+    def _measured(call: _Call, raw: RawResult) -> RawResult | ToolError:
+        """Size the raw result once; one that cannot be serialised could never be stored or verified."""
+        try:
+            call.raw_bytes = len(raw.model_dump_json())
+        except ValueError:
+            logger.warning("tool %s returned values that cannot be serialised", call.name)
+            message = f"The {call.name} backend returned values that cannot be stored; this call is not evidence."
+            return ToolError(code="BACKEND_ERROR", message=message)
+        return raw
 
     # ---- recording -----------------------------------------------------------------------------
 
@@ -299,7 +311,7 @@ class ToolBoundary:
             state=InvocationState.FAILED if code else InvocationState.READY,
             evidence_status=EvidenceStatus(projection["evidence_status"]),
             count=projection["count"],
-            raw_bytes=0 if raw is None else len(raw.model_dump_json()),
+            raw_bytes=call.raw_bytes if raw is not None else 0,
             projection_bytes=size,
             truncated=projection["truncated"],
             duration_ms=duration_ms,

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from core.boundary import ToolBoundary
 from core.contracts.evidence import (
@@ -38,6 +38,13 @@ PROJECTION = TypeAdapter(Projection)
 def _found(n: int = 2, text: str = "HikariCP pool exhausted") -> RawResult:
     return RawResult(items=[{"doc": f"rb{i}.md", "heading": "Pool", "text": text, "score": 1.0} for i in range(n)],
                      total_count=n)
+
+
+class FreeArgs(BaseModel):
+    """Arguments model that accepts any extra field."""
+
+    model_config = ConfigDict(extra="allow")
+    query: str
 
 
 class Progress:
@@ -358,6 +365,27 @@ async def test_wrong_result_type_is_a_backend_error() -> None:
     tool = FakeTool(KB, respond=lambda _: {"items": []})  # type: ignore[arg-type, return-value]
     h = Harness(tool)
     assert (await h.call())["error"]["code"] == "BACKEND_ERROR"
+
+
+async def test_unserialisable_backend_values_are_a_backend_error() -> None:
+    """A result that cannot be serialised cannot be stored or verified, so it is an ERROR, not a crash."""
+    tool = FakeTool(ToolName.QUERY_MYSQL, RawResult(columns=["blob"], rows=[[object()]], total_count=1))
+    h = Harness(tool)
+    projection = await h.call(name="query_mysql")
+    assert projection["error"]["code"] == "BACKEND_ERROR"
+    record = await h.record("call_a")
+    assert record is not None
+    assert record.state == InvocationState.FAILED
+
+
+async def test_python_argument_values_are_normalised_to_json() -> None:
+    """A direct caller passing non-JSON values still gets a stored, serialisable record."""
+    h = Harness(FakeTool(KB, _found(), args_model=FreeArgs))
+    projection = await h.call(args={"query": "x", "when": {1, 2}})
+    assert projection["evidence_status"] == EvidenceStatus.EVIDENCE_FOUND
+    record = await h.record("call_a")
+    assert record is not None
+    assert record.arguments == {"query": "x", "when": "{1, 2}"}
 
 
 class DownStore:
