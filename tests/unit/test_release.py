@@ -148,6 +148,7 @@ async def test_repair_that_fixes_the_draft_leads_to_success() -> None:
     assert {s.tool_call_id for s in call.referencable} == {L1, L0, S1, K1}, "ERROR calls are not offered for re-binding"
     assert h.progress.stages == ["verifying", "judging"]
     assert h.judge.calls[0].draft == draft()
+    assert len(h.store.get_many_calls) == 2, "one batched read per guarded draft: the original and the repair"
 
 
 async def test_repair_that_gives_nothing_ends_in_evidence_fallback() -> None:
