@@ -9,9 +9,17 @@ from collections.abc import AsyncIterator
 import pytest
 import redis.asyncio as aioredis
 
+from core.llm.openai_model import refuse_remote_models
+
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 MARIADB_URL = os.environ.get("TEST_MARIADB_URL", "mysql+aiomysql://root@127.0.0.1:3306/test")
 POSTGRES_URL = os.environ.get("TEST_POSTGRES_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/test")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _refuse_remote_models() -> None:
+    """Like pydantic-ai's ALLOW_MODEL_REQUESTS = False: the model port refuses any non-loopback endpoint in tests."""
+    refuse_remote_models()
 
 
 @pytest.fixture(autouse=True)
