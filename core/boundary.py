@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
+from pydantic_core import to_jsonable_python
 
 from core.contracts.evidence import (
     CanonicalRecord,
@@ -258,6 +259,9 @@ class ToolBoundary:
     ) -> dict[str, Any]:
         """Project, write the final canonical record, audit row, timeline event and progress; settle the counters."""
         duration_ms = (time.monotonic() - call.t0) * 1000
+        if raw is not None and raw.effective_arguments:
+            # The backend's resolved arguments (e.g. the default time window) are what grounding checks against.
+            call.effective = {**call.effective, **to_jsonable_python(raw.effective_arguments, fallback=str)}
         projection = self._project(call, raw, error)
         if write_record and call.tool_name is not None:
             state = InvocationState.FAILED if error is not None else InvocationState.READY

@@ -6,6 +6,7 @@ import asyncio
 import logging
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -123,6 +124,18 @@ async def test_found_call_returns_projection_and_records_everything() -> None:
                                                       "evidence_status": "EVIDENCE_FOUND", "count": 2, "error_code": None})]
     assert h.ctx.tool_calls == 1
     assert h.ctx.observation_bytes == projection_size(projection)
+
+
+async def test_backend_resolved_arguments_join_the_effective_arguments() -> None:
+    """The window a backend resolved (defaults applied) is kept in the record as a grounding source."""
+    start = datetime(2024, 5, 1, 22, 0, tzinfo=UTC)
+    raw = RawResult(total_count=0, effective_arguments={"start": start, "end": "2024-05-01T23:00:00Z"})
+    h = Harness(FakeTool(KB, raw))
+    await h.call()
+    record = await h.record("call_a")
+    assert record is not None
+    assert record.effective_arguments == {"query": "pool", "limit": 5, "start": "2024-05-01T22:00:00Z",
+                                          "end": "2024-05-01T23:00:00Z"}
 
 
 async def test_no_match_is_no_evidence() -> None:
