@@ -24,7 +24,7 @@ def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
 
     def ungrounded(path: str, text: str, cids: Sequence[str]) -> Iterator[Finding]:
         reported: set[str] = set()
-        for number in numbers_in(text):
+        for number in dict.fromkeys(numbers_in(text)):
             if number in reported or number in ignore:
                 continue
             if params.min_digits > 1 and sum(ch.isdigit() for ch in number) < params.min_digits:

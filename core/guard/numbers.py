@@ -25,6 +25,24 @@ _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _INT = re.compile(r"\d+")
 _WHOLE_FLOAT = re.compile(r"(\d+)\.0+")
 _RUN_CHARS = frozenset("0123456789.,:")
+_SIMPLE_RUN = re.compile(r"[0-9]+(?:[.,:][0-9]+)*")
+_WORD = re.compile(r"\w")
+
+
+def _is_word(char: str) -> bool:
+    """Same as the regex's \\w, with a fast path for ASCII."""
+    return (char.isalnum() or char == "_") if char.isascii() else _WORD.match(char) is not None
+
+
+def _starts_number(text: str, start: int) -> bool:
+    """Whether the number regex's lookbehinds accept a token starting at `start` (see the module docstring)."""
+    if start == 0 or not _is_word(text[start - 1]):
+        return True
+    before = text[start - 1]
+    if before == "T":
+        return start >= 2 and text[start - 2].isdigit()
+    return before in "vV" and (start < 2 or not _is_word(text[start - 2]))
+
 
 # Projection keys that identify the call rather than describe evidence: never grounding sources.
 NON_SOURCE_KEYS = frozenset({"tool_call_id", "tool_name", "evidence_status", "truncated", "error"})
@@ -173,19 +191,21 @@ class EvidenceText:
             lo -= 1
         while hi < len(text) and text[hi] in _RUN_CHARS:
             hi += 1
-        # Fast path: the run (minus separators at its ends) is exactly the number, in a plain word-boundary context.
+        # Fast path: when the run (minus separators at its ends) is one well-formed token in a context the regex
+        # accepts, it is the token; otherwise let the regex decide on just this stretch of text.
         start, end = lo, hi
         while start < end and text[start] in ".,:":
             start += 1
         while end > start and text[end - 1] in ".,:":
             end -= 1
-        if (
-            end - start == length
-            and start == at
-            and (start == 0 or not (text[start - 1].isalnum() or text[start - 1] == "_"))
-            and text[end : end + 2].lower() != "xx"
-        ):
-            return True
+        token = text[start:end]
+        if start <= at and end >= at + length and _starts_number(text, start) and text[end : end + 2].lower() != "xx":
+            if token == number:
+                return True
+            if _SIMPLE_RUN.fullmatch(token):
+                found: set[str] = set()
+                _expand(token, found)
+                return number in found
         local: set[str] = set()
         for match in _NUMBER.finditer(text, lo, min(len(text), hi + 4)):
             if match.start(1) < at + length and match.end(1) > at:

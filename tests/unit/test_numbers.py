@@ -83,7 +83,8 @@ def _evidence_samples() -> list[tuple[dict[str, Any], dict[str, Any]]]:
     logs = [
         {
             "timestamp": f"2026-11-29T{h:02d}:{m:02d}:{(m * 7) % 60:02d}.{m:03d}Z",
-            "message": f"HikariPool-{m} timed out after {30000 + m}ms (waiting={m}, idle=0) 5xx v2.{m}.1 1,024 rows\n{m}s",
+            "message": f"HikariPool-{m} timed out after {30000 + m}ms (waiting={m}, idle=0) 5xx v2.{m}.1 1,024 rows\n{m}s"
+            f" at 2026-11-29T0{m % 10}:05:00Z xv{m} é{m} x.{m}.:{m}, 1..{m} 4XX {m}xxy",
             "fields": {"k8s_pod": f"pod-{m}", "ms": m * 100},
         }
         for h, m in [(0, 5), (9, 0), (23, 59), (12, 7)]
