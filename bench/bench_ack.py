@@ -31,7 +31,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.app import build_bot
-from bot.serve import build_web_app
+from bot.serve import build_web_app, tune_gc_for_serving
 from core.contracts.release import Outcome, ReleaseOutcome
 from core.contracts.run import RunRecord, TimelineEvent, Turn
 from core.ports import ProgressSink
@@ -44,6 +44,7 @@ IN_FLIGHT = 200
 MEASURED = 400
 CONCURRENCY = 4
 RATE = 50
+ROUNDS = 4
 
 
 class SlowChat:
@@ -145,6 +146,7 @@ def serve_app(kind: str, slack_url: str, port_queue: Any) -> None:
                 return None
 
             web_app = bare.web_app(path="/slack/events")
+        tune_gc_for_serving()  # as `diagbot serve` does; applied to the bare app too, so only the adapter differs
         runner = web.AppRunner(web_app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -175,20 +177,9 @@ async def paced(session: aiohttp.ClientSession, url: str, start: int, count: int
     return latencies
 
 
-async def measure(port: int, prefix: str, with_in_flight: bool) -> tuple[list[float], list[float], int | None]:
-    """Fill with IN_FLIGHT requests, let their background work settle, then measure paced and saturated acks."""
-    url = f"http://127.0.0.1:{port}/slack/events"
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
-        await fire(session, url, 0, IN_FLIGHT, prefix)
-        await asyncio.sleep(3.0)  # placeholders and first progress edits of the first wave go out
-        in_flight = None
-        if with_in_flight:
-            async with session.get(f"http://127.0.0.1:{port}/in-flight") as resp:
-                in_flight = (await resp.json())["in_flight"]
-        paced_ms = await paced(session, url, IN_FLIGHT, MEASURED, prefix)
-        await asyncio.sleep(2.0)
-        saturated_ms = await fire(session, url, IN_FLIGHT + MEASURED, MEASURED, prefix)
-        return paced_ms, saturated_ms, in_flight
+async def fill(session: aiohttp.ClientSession, port: int, prefix: str) -> None:
+    """Start IN_FLIGHT long runs (diagbot) or deliveries (bare) and let their background work settle."""
+    await fire(session, f"http://127.0.0.1:{port}/slack/events", 0, IN_FLIGHT, prefix)
 
 
 def start(target: Any, *args: Any) -> tuple[Any, int]:
@@ -200,36 +191,58 @@ def start(target: Any, *args: Any) -> tuple[Any, int]:
     return proc, queue.get(timeout=60)
 
 
+def show(title: str, ours: list[float], theirs: list[float]) -> float:
+    """Print one table; returns the p99 ratio."""
+    print(f"\n[{title}]")
+    print(f"{'':10} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
+    for name, vals in (("diagbot", ours), ("bare bolt", theirs)):
+        print(f"{name:10} {pct(vals, 50):8.2f} {pct(vals, 99):8.2f} {statistics.mean(vals):8.2f}")
+    ratio50, ratio99 = pct(ours, 50) / pct(theirs, 50), pct(ours, 99) / pct(theirs, 99)
+    print(f"ratio diagbot/bare: p50 {ratio50:.2f}x, p99 {ratio99:.2f}x")
+    return ratio99
+
+
 async def main() -> None:
     slack_proc, slack_port = start(serve_fake_slack)
     slack_url = f"http://127.0.0.1:{slack_port}/api/"
-    results: dict[str, tuple[list[float], list[float]]] = {}
+    procs = [slack_proc]
+    paced_ms: dict[str, list[float]] = {"diagbot": [], "bare": []}
+    saturated_ms: dict[str, list[float]] = {"diagbot": [], "bare": []}
     try:
+        ports = {}
         for kind in ("diagbot", "bare"):
-            proc, port = start(serve_app, kind, slack_url)
-            try:
-                paced_ms, saturated_ms, in_flight = await measure(port, kind[0], kind == "diagbot")
-                results[kind] = (paced_ms, saturated_ms)
-                if in_flight is not None:
-                    print(f"diagbot runs in flight while measuring: {in_flight}")
-            finally:
-                proc.terminate()
-                proc.join()
+            proc, ports[kind] = start(serve_app, kind, slack_url)
+            procs.append(proc)
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
+            for kind, port in ports.items():
+                await fill(session, port, kind[0])
+            await asyncio.sleep(3.0)  # placeholders and first progress edits of the first wave go out
+            async with session.get(f"http://127.0.0.1:{ports['diagbot']}/in-flight") as resp:
+                print(f"diagbot runs in flight before measuring: {(await resp.json())['in_flight']}")
+            # Alternate the two apps in rounds so machine noise (shared cores) falls on both alike.
+            n = IN_FLIGHT
+            for _ in range(ROUNDS):
+                for kind, port in ports.items():
+                    url = f"http://127.0.0.1:{port}/slack/events"
+                    paced_ms[kind] += await paced(session, url, n, MEASURED // ROUNDS, kind[0])
+                    await asyncio.sleep(2.0)  # this app's background posts finish before the other is measured
+                    n += MEASURED // ROUNDS
+            for kind, port in ports.items():
+                url = f"http://127.0.0.1:{port}/slack/events"
+                saturated_ms[kind] = await fire(session, url, n, MEASURED, kind[0])
+                await asyncio.sleep(2.0)
+            async with session.get(f"http://127.0.0.1:{ports['diagbot']}/in-flight") as resp:
+                print(f"diagbot runs in flight after measuring: {(await resp.json())['in_flight']}")
     finally:
-        slack_proc.terminate()
-        slack_proc.join()
-    print(f"{MEASURED} requests per app and load, after {IN_FLIGHT} runs were started (each request starts one more)")
-    verdict = ""
-    for i, load in enumerate((f"paced {RATE}/s", f"saturated, {CONCURRENCY} concurrent")):
-        ours, theirs = results["diagbot"][i], results["bare"][i]
-        print(f"\n[{load}]")
-        print(f"{'':10} {'p50 ms':>8} {'p99 ms':>8} {'mean ms':>8}")
-        for name, vals in (("diagbot", ours), ("bare bolt", theirs)):
-            print(f"{name:10} {pct(vals, 50):8.2f} {pct(vals, 99):8.2f} {statistics.mean(vals):8.2f}")
-        ratio50, ratio99 = pct(ours, 50) / pct(theirs, 50), pct(ours, 99) / pct(theirs, 99)
-        print(f"ratio diagbot/bare: p50 {ratio50:.2f}x, p99 {ratio99:.2f}x")
-        if i == 0:
-            verdict = "met" if pct(ours, 99) <= 50 and ratio99 <= 1.5 else "NOT met"
+        for proc in procs:
+            proc.terminate()
+            proc.join()
+    print(f"{MEASURED} requests per app and load; every request starts one more long run in diagbot")
+    ratio99 = show(f"paced {RATE}/s, {ROUNDS} alternating rounds", paced_ms["diagbot"], paced_ms["bare"])
+    show(f"saturated, {CONCURRENCY} concurrent (throughput-bound: includes each run's Slack posts)",
+         saturated_ms["diagbot"], saturated_ms["bare"])
+    ours_p99 = pct(paced_ms["diagbot"], 99)
+    verdict = "met" if ours_p99 <= 50 and ratio99 <= 1.5 else "NOT met"
     print(f"\ngoal (paced: p99 <= 50 ms and <= 1.5x the bare app): {verdict}")
 
 

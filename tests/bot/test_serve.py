@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import socket
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
+import pytest
 from pydantic import SecretStr
 
-from bot.serve import serve
+from bot.serve import GC_GEN0_THRESHOLD, serve
 from core.settings import Settings
 from tests.bot.slack_requests import SECRET, SlackSender, mention
 from tests.fakes.slack_server import FakeSlack
+
+
+@pytest.fixture(autouse=True)
+def _restore_gc() -> Iterator[None]:
+    """serve() tunes the process-wide GC; put it back so other tests run under the defaults."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
 
 
 def _free_port() -> int:
@@ -46,3 +58,15 @@ async def test_http_mode_serves_health_and_events_then_stops(fake_slack: FakeSla
         assert final["event_payload"]["outcome"] == "FAILURE"
     stop.set()
     await asyncio.wait_for(task, 20)
+
+
+async def test_serve_tunes_gc_for_low_ack_latency(fake_slack: FakeSlack, tmp_path: Path) -> None:
+    """serve() freezes the startup heap and raises the young-generation threshold (restored here afterwards)."""
+    settings = Settings(slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET),
+                        slack_api_url=fake_slack.api_url, database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db",
+                        port=_free_port())
+    stop = asyncio.Event()
+    stop.set()
+    await asyncio.wait_for(serve(settings, stop), 20)
+    assert gc.get_freeze_count() > 0
+    assert gc.get_threshold()[0] == GC_GEN0_THRESHOLD
