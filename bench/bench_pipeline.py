@@ -2,7 +2,8 @@
 
 The model is the local OpenAI-compatible server in a separate process, answering every call after a fixed
 delay (router -> agent: query_logs -> agent: submit draft -> semantic guard = 4 model calls per run). Tools
-run for real on the bundled demo data, guard and release for real, stores in-process + SQLite.
+run for real on the bundled demo data, guard and release for real; stores in-process (`--stores sqlite`
+puts runs, timeline and audit in a SQLite file instead).
 
 Prints: per-run overhead (wall time minus the model delays) and its share of a run; wall time of 1, 100 and
 500 concurrent runs (distinct sessions) and the ratio 500 / 1; peak RSS.
@@ -29,6 +30,7 @@ from core.bootstrap import Services, build_services
 from core.contracts.release import Outcome
 from core.contracts.run import SessionKey, Turn
 from core.demo import DEMO_CLOCK
+from core.llm.model import ModelReply, ModelToolCall
 from core.settings import Settings
 from core.stores.memory import InMemoryAuditStore, InMemoryRunStore, InMemoryTimelineStore
 from core.testing.openai_server import FakeOpenAIServer
@@ -59,6 +61,21 @@ def respond(request: dict[str, Any], delay_s: float) -> dict[str, Any]:
     return {"tool_calls": [{"id": "call_submit", "name": "submit_diagnosis_draft", "arguments": draft}], "delay_s": delay_s}
 
 
+class DelayedModel:
+    """In-process ChatModel answering like the server after the same delay: isolates the pipeline from HTTP + SDK cost."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    async def complete(self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
+                       timeout_s: float = 60.0) -> ModelReply:
+        entry = respond({"messages": messages}, self.delay_s)
+        await asyncio.sleep(self.delay_s)
+        calls = [ModelToolCall(id=c["id"], name=c["name"], arguments=json.dumps(c["arguments"]))
+                 for c in entry.get("tool_calls", [])]
+        return ModelReply(content=entry.get("content"), tool_calls=calls, finish_reason="tool_calls" if calls else "stop")
+
+
 async def serve_model(delay_s: float) -> None:
     """Child process: the fake model server, answering forever; prints its base URL."""
     server = FakeOpenAIServer(models=["bench-model"])
@@ -68,52 +85,58 @@ async def serve_model(delay_s: float) -> None:
         await asyncio.Event().wait()
 
 
-async def one_run(services: Services, session: str) -> float:
+async def one_run(services: Services, session: str, failures: list[str] | None = None) -> float:
     turn = Turn(session=SessionKey(team="bench", channel="c", thread_ts=session), text="why is order-service failing?",
                 user="u", message_ts=session)
     started = time.perf_counter()
     outcome = await services.chat_service.handle(turn)
     elapsed = time.perf_counter() - started
     if outcome.outcome is not Outcome.SUCCESS:
-        raise SystemExit(f"bench run ended {outcome.outcome.value} {outcome.fallback_type}: the scripted pipeline broke")
+        reason = f"{outcome.outcome.value}: {outcome.fallback.reason if outcome.fallback else ''}"
+        if failures is None:
+            raise RuntimeError(f"bench run ended {reason}: the scripted pipeline broke")
+        failures.append(reason)
     return elapsed
 
 
-async def batch(services: Services, count: int, tag: str) -> float:
+async def batch(services: Services, count: int, tag: str) -> tuple[float, list[str]]:
+    failures: list[str] = []
     started = time.perf_counter()
-    await asyncio.gather(*(one_run(services, f"{tag}-{i}") for i in range(count)))
-    return time.perf_counter() - started
+    await asyncio.gather(*(one_run(services, f"{tag}-{i}", failures) for i in range(count)))
+    return time.perf_counter() - started, failures
 
 
-async def measure(base_url: str, delay_s: float, counts: list[int], stores: str) -> None:
+async def measure(base_url: str, delay_s: float, counts: list[int], stores: str, model: str) -> None:
+    """Overhead of one run and wall time of concurrent batches, for one model transport."""
     with tempfile.TemporaryDirectory(prefix="bench-pipeline-") as tmp:
         settings = Settings(openai_base_url=base_url, openai_api_key="bench", diag_model="bench-model",
                             database_url=f"sqlite+aiosqlite:///{tmp}/bench.db", diag_clock=DEMO_CLOCK)
         overrides: dict[str, Any] = {}
         if stores == "memory":
             overrides = {"runs": InMemoryRunStore(), "timeline_store": InMemoryTimelineStore(), "audit": InMemoryAuditStore()}
+        if model == "inprocess":
+            overrides["model"] = DelayedModel(delay_s)
         services = await build_services(settings, **overrides)
+        transport = "local OpenAI-compatible server (separate process) through the openai SDK" if model == "http" else \
+            "in-process scripted model (no HTTP, no SDK)"
+        print(f"\n-- model: {transport}; stores: in-process canonical/KV + "
+              f"{'in-memory' if stores == 'memory' else 'SQLite'} runs/timeline/audit")
         try:
             await one_run(services, "warmup")
-            singles = [await one_run(services, f"single-{i}") for i in range(3)]
-            single = min(singles)
-            model_time = MODEL_CALLS_PER_RUN * delay_s
-            overhead = single - model_time
-            print(f"stores: in-process canonical/KV + {'in-memory' if stores == 'memory' else 'SQLite'} runs/timeline/audit")
+            single = min([await one_run(services, f"single-{i}") for i in range(2)])
+            overhead = single - MODEL_CALLS_PER_RUN * delay_s
             print(f"single run: {single:.3f} s wall, {MODEL_CALLS_PER_RUN} model calls x {delay_s:.2f} s delay")
-            print(f"pipeline overhead per run: {overhead * 1000:.1f} ms = {100 * overhead / single:.2f} % of the run "
-                  f"(goal <= 5 %)")
+            share = 100 * overhead / single
+            print(f"pipeline overhead per run: {overhead * 1000:.1f} ms = {share:.2f} % of the run (goal <= 5 %)")
             walls: dict[int, float] = {}
             for count in counts:
-                walls[count] = await batch(services, count, f"c{count}")
-                print(f"{count:>4} concurrent runs: {walls[count]:.3f} s wall "
-                      f"({walls[count] / single:.2f}x one run)")
+                walls[count], failures = await batch(services, count, f"{model}{count}")
+                failed = f", {len(failures)} not SUCCESS (first: {failures[0]})" if failures else ""
+                print(f"{count:>4} concurrent runs: {walls[count]:.3f} s wall ({walls[count] / single:.2f}x one run){failed}")
             top = max(counts)
             print(f"ratio {top} concurrent / single: {walls[top] / single:.2f} (goal <= 1.3)")
         finally:
             await services.aclose()
-    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"peak RSS (pipeline process): {peak_mb:.0f} MiB")
 
 
 def main() -> None:
@@ -121,7 +144,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--delay", type=float, default=1.0, help="model delay per call, seconds")
     parser.add_argument("--counts", default="1,100,500", help="concurrency levels")
-    parser.add_argument("--stores", choices=["sqlite", "memory"], default="sqlite")
+    parser.add_argument("--stores", choices=["memory", "sqlite"], default="memory",
+                        help="runs/timeline/audit in memory (the pipeline alone) or in SQLite (adds commit cost)")
+    parser.add_argument("--model", choices=["both", "http", "inprocess"], default="both",
+                        help="model transport: the local server through the openai SDK, an in-process double, or both")
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_model:
@@ -134,10 +160,14 @@ def main() -> None:
         base_url = child.stdout.readline().strip()
         if not base_url.startswith("http"):
             raise SystemExit("the model server did not start")
-        asyncio.run(measure(base_url, args.delay, [int(c) for c in args.counts.split(",")], args.stores))
+        counts = [int(c) for c in args.counts.split(",")]
+        for model in (["inprocess", "http"] if args.model == "both" else [args.model]):
+            asyncio.run(measure(base_url, args.delay, counts, args.stores, model))
     finally:
         child.terminate()
         child.wait(timeout=10)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\npeak RSS (pipeline process): {peak_mb:.0f} MiB")
 
 
 if __name__ == "__main__":

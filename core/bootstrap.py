@@ -121,6 +121,7 @@ async def build_services(
 ) -> Services:
     """Build every adapter from settings; keyword overrides replace single adapters (tests, benchmarks)."""
     closers: list[Any] = []
+    shared_kv = kv is not None and not isinstance(kv, InMemoryKV)
     redis_client: aioredis.Redis | None = None
     if settings.redis_url and (canonical is None or kv is None):
         redis_client = aioredis.from_url(settings.redis_url)
@@ -133,6 +134,7 @@ async def build_services(
     if kv is None:
         if redis_client is not None:
             kv = RedisKV(redis_client, redis_prefix)
+            shared_kv = True
         else:
             log.warning("REDIS_URL unset: locks, cancel flags and dedup are in-process (single process only)")
             kv = InMemoryKV()
@@ -199,7 +201,7 @@ async def build_services(
             models={"agent": agent_model, "router": agent_model, "repair": agent_model, "guard": guard_model},
         ),
         budgets=budgets,
-        gate=SessionGate(kv, run_deadline_s=budgets.deadline_s),
+        gate=SessionGate(kv, run_deadline_s=budgets.deadline_s, shared=shared_kv),
     )
     return Services(
         settings=settings, chat_service=chat_service, boundary=boundary, canonical=canonical, kv=kv, runs=runs,

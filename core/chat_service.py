@@ -155,8 +155,21 @@ class ChatService:
         """Process one turn; never raises for anything that happens inside the run."""
         session_key = turn.session.as_str()
         run_id = new_run_id()
-        async with self._gate.turn(session_key, run_id):
-            return await self._run_turn(run_id, turn, _SafeProgress(progress) if progress else None)
+        try:
+            async with self._gate.turn(session_key, run_id):
+                return await self._run_turn(run_id, turn, _SafeProgress(progress) if progress else None)
+        except Exception as exc:
+            # Only the bookkeeping around a run gets here (lock, run record): a store is down.
+            log.error("run %s could not be started or recorded: %s", run_id, type(exc).__name__)
+            return ReleaseOutcome(
+                run_id=run_id,
+                outcome=Outcome.FAILURE,
+                fallback=FallbackMessage(
+                    stage="the bot could not start or record this run",
+                    reason="a storage backend of the bot is unavailable",
+                    next_steps=["Ask again in a minute; if it persists, check the bot's Redis and database."],
+                ),
+            )
 
     async def has_session(self, session_key: str) -> bool:
         """True when any run exists for this session (a KV marker; a published report also counts)."""

@@ -56,9 +56,17 @@ class SessionGate:
     """Serialises turns per session and tracks which run is active, in-process and through the KV store."""
 
     def __init__(
-        self, kv: KeyValueStore, *, run_deadline_s: float, lock_poll_s: float = 0.05, cancel_poll_s: float = 0.2
+        self,
+        kv: KeyValueStore,
+        *,
+        run_deadline_s: float,
+        shared: bool = True,
+        lock_poll_s: float = 0.05,
+        cancel_poll_s: float = 0.25,
     ) -> None:
+        """`shared=False` (an in-process KV) skips polling the cancel flag: no other process can set it."""
         self._kv = kv
+        self._shared = shared
         self._lock_ttl_s = run_deadline_s + LOCK_MARGIN_S
         self._lock_poll_s = lock_poll_s
         self._cancel_poll_s = cancel_poll_s
@@ -104,13 +112,16 @@ class SessionGate:
         self._active[run_id] = _Active(session_key, cancelled)
         await self._kv.set(active_run_key(run_id), session_key, self._lock_ttl_s)
         await self._kv.set(session_run_key(session_key), run_id, self._lock_ttl_s)
-        watcher = asyncio.create_task(self._watch_cancel_flag(run_id, cancelled), name=f"cancel-watch-{run_id}")
+        watcher = None
+        if self._shared:
+            watcher = asyncio.create_task(self._watch_cancel_flag(run_id, cancelled), name=f"cancel-watch-{run_id}")
         try:
             yield
         finally:
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await watcher
+            if watcher is not None:
+                watcher.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await watcher
             del self._active[run_id]
             await asyncio.shield(self._forget(session_key, run_id))
 

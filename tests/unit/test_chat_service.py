@@ -189,9 +189,10 @@ class Rig:
 
 
 def make_rig(*, router: Router | None = None, agent: Agent | None = None, release: Release | None = None,
-             knowledge: Knowledge | None = None, budgets: Budgets | None = None, kv: MemoryKV | None = None) -> Rig:
+             knowledge: Knowledge | None = None, budgets: Budgets | None = None, kv: MemoryKV | None = None,
+             runs: MemoryRuns | None = None) -> Rig:
     kv = kv or MemoryKV()
-    runs, timeline = MemoryRuns(), MemoryTimeline()
+    runs, timeline = runs or MemoryRuns(), MemoryTimeline()
     agent = agent or Agent()
     release = release or Release()
     budgets = budgets or Budgets()
@@ -417,3 +418,18 @@ async def _wait_running(rig: Rig) -> str:
             return next(r.run_id for r in rig.runs.runs.values() if r.status is RunStatus.RUNNING)
         await asyncio.sleep(0.01)
     raise AssertionError("run never started")
+
+
+async def test_run_store_down_returns_failure_instead_of_raising() -> None:
+    """When the run record cannot be written the adapter still gets a FAILURE outcome, never an exception."""
+
+    class DownRuns(MemoryRuns):
+        async def create(self, run: RunRecord) -> None:
+            raise ConnectionError("database down")
+
+    rig = make_rig(runs=DownRuns())
+    outcome = await rig.service.handle(turn())
+    assert outcome.outcome is Outcome.FAILURE
+    assert outcome.fallback is not None
+    assert "storage" in outcome.fallback.reason
+    assert not [k for k in rig.kv.data if k.startswith("session-lock:")]
