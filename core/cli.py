@@ -13,7 +13,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from core.bootstrap import ModelNotConfigured, build_services
+from core.bootstrap import MODEL_HINT, ModelNotConfigured, build_services, model_configured
 from core.contracts.evidence import ToolName
 from core.contracts.run import SessionKey, Turn
 from core.outcome_text import render_outcome, render_timeline
@@ -115,6 +115,8 @@ async def _tool(settings: Settings, name: ToolName, arguments: dict[str, Any]) -
 
 
 async def _serve(settings: Settings) -> int:
+    if not model_configured(settings):
+        raise ModelNotConfigured(MODEL_HINT)
     from bot.serve import serve  # the Slack adapter, imported only for this command
 
     await serve(settings)

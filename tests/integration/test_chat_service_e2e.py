@@ -431,3 +431,32 @@ async def test_pipeline_on_real_redis_stores(
         assert await services.chat_service.has_session("T:C:t1")
     finally:
         await services.aclose()
+
+
+async def test_two_processes_sharing_redis_cancel_and_serialise(
+    server: FakeOpenAIServer, tmp_path: Path, redis_client: aioredis.Redis, key_prefix: str
+) -> None:
+    """Two ChatServices on one Redis: a turn waits for the other's run in its session, and a cancel from the
+    service that does not host the run stops it through the shared cancel flag."""
+    def shared() -> dict[str, Any]:
+        return {"canonical": RedisCanonicalStore(redis_client, key_prefix, 600), "kv": RedisKV(redis_client, key_prefix)}
+
+    host = Rig(server, await build_services(settings_for(server, tmp_path), **shared()))
+    other = Rig(server, await build_services(settings_for(server, tmp_path), **shared()))
+    try:
+        server.push(route("DIAGNOSIS"), calls(("query_logs", HIKARI)), {"content": "late", "delay_s": 10},
+                    route("CHAT"))
+        progress = Progress()
+        hosted = asyncio.create_task(host.ask(progress=progress))
+        run_id = await progress.run_id_after_tool()
+        waiting = asyncio.create_task(other.ask("and the database?"))
+        await asyncio.sleep(0.3)
+        assert not waiting.done(), "the second process must wait for the session's running turn"
+        assert await other.services.chat_service.cancel_run(run_id) is True
+        outcome = await asyncio.wait_for(hosted, 5)
+        assert outcome.outcome is Outcome.FAILURE
+        assert (await host.events(outcome))[-1] is EventType.RUN_CANCELLED
+        assert (await asyncio.wait_for(waiting, 5)).intent == "CHAT"
+    finally:
+        await host.services.aclose()
+        await other.services.aclose()

@@ -133,3 +133,10 @@ def test_trace_of_an_unknown_run_exits_1(capsys: pytest.CaptureFixture[str]) -> 
     assert "no run run_doesnotexist" in capsys.readouterr().err
 
 
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_serve_without_model_configuration_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """`diagbot serve` refuses to start a bot that could only fail every run, and says what to set."""
+    assert main(["serve"]) == 2
+    assert "DIAG_MODEL" in capsys.readouterr().err

@@ -10,8 +10,12 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
+import pytest
+
+from core.bootstrap import ModelNotConfigured
 from core.demo import DEMO_CLOCK, load_scenarios, recorded_reply, run_demo, substitute
-from core.settings import REPO_ROOT
+from core.settings import REPO_ROOT, Settings
+from core.testing.openai_server import FakeOpenAIServer
 
 
 def test_diagbot_demo_runs_every_scenario_offline_and_exits_zero() -> None:
@@ -54,6 +58,25 @@ async def test_unused_recorded_responses_fail_the_scenario() -> None:
     lines: list[str] = []
     assert await run_demo(scenarios=[scenario], out=lines.append) == 1
     assert any("1 recorded responses unused" in line for line in lines)
+
+
+async def test_live_demo_asks_the_configured_endpoint_without_checks(tmp_path: Path) -> None:
+    """`demo --live` sends the bundled questions to the configured endpoint and prints whatever it answers."""
+    scenarios = load_scenarios()[:2]
+    async with FakeOpenAIServer([{"content": json.dumps({"intent": "CHAT"})}] * len(scenarios)) as server:
+        settings = Settings(openai_base_url=server.base_url, openai_api_key="k", diag_model="live-model")
+        lines: list[str] = []
+        assert await run_demo(live=True, settings=settings, scenarios=scenarios, out=lines.append) == 0
+        assert server.remaining == 0
+        assert server.requests[0]["model"] == "live-model"
+    assert "--live" in lines[0]
+    assert sum("[CHAT] SUCCESS" in line for line in lines) == len(scenarios)
+
+
+async def test_live_demo_without_model_configuration_raises_the_hint() -> None:
+    """`demo --live` with nothing configured stops with the configuration hint, not a run of failures."""
+    with pytest.raises(ModelNotConfigured):
+        await run_demo(live=True, settings=Settings(), scenarios=load_scenarios()[:1], out=lambda _: None)
 
 
 def test_placeholders_bind_to_the_requests_tool_results() -> None:
