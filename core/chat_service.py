@@ -252,7 +252,7 @@ class ChatService:
         task = asyncio.ensure_future(work)
         stop = asyncio.ensure_future(ctx.cancelled.wait())
         try:
-            async with asyncio.timeout(ctx.seconds_left()):
+            async with asyncio.timeout(ctx.seconds_left() + release_grace_s(ctx.budgets.deadline_s)):
                 done, _ = await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for pending in (stop, task):
@@ -339,6 +339,14 @@ class ChatService:
 
 
 SESSION_SEEN_TTL_S = 30 * 24 * 3600.0
+MAX_RELEASE_GRACE_S = 30.0
+
+
+def release_grace_s(deadline_s: float) -> float:
+    """Time past the deadline the hard backstop allows, so a draft submitted just in time can still be released.
+
+    The agent stops itself at the deadline; the backstop only catches a stage that hangs past it."""
+    return min(MAX_RELEASE_GRACE_S, max(1.0, 0.2 * deadline_s))
 FAILURE_BUILD_TIMEOUT_S = 10.0
 
 

@@ -387,10 +387,22 @@ async def test_cancel_from_another_process_through_the_kv_flag() -> None:
 async def test_hard_deadline_ends_a_hanging_run() -> None:
     """A run that outlives its deadline is stopped and ends FAILURE with the deadline named."""
     rig = make_rig(agent=Agent(delay_s=5), budgets=Budgets(deadline_s=0.2))
-    outcome = await asyncio.wait_for(rig.service.handle(turn()), 2)
+    outcome = await asyncio.wait_for(rig.service.handle(turn()), 2.5)
     assert outcome.outcome is Outcome.FAILURE
     assert rig.release.failures == ["the run's deadline passed"]
     assert types(await rig.service.timeline(outcome.run_id))[-1] is EventType.RUN_FAILED
+
+
+async def test_a_draft_submitted_just_before_the_deadline_is_still_released() -> None:
+    """The backstop leaves release time after the deadline: a draft ready at the deadline is not thrown away."""
+
+    class SlowRelease(Release):
+        async def release(self, ctx: RunContext, draft: DiagnosisDraft) -> ReleaseOutcome:
+            await asyncio.sleep(0.3)
+            return await super().release(ctx, draft)
+
+    rig = make_rig(agent=Agent(delay_s=0.15), release=SlowRelease(), budgets=Budgets(deadline_s=0.2))
+    assert (await rig.service.handle(turn())).outcome is Outcome.SUCCESS
 
 
 async def test_has_session_after_first_turn() -> None:
