@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from core.cli import main
+from entrypoints.cli import main
 from core.settings import REPO_ROOT
 from core.testing.openai_server import FakeOpenAIServer
 
