@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from entrypoints.cli import main
 from core.settings import REPO_ROOT
 from core.testing.openai_server import FakeOpenAIServer
+from entrypoints.cli import main
 
 DIAGBOT = str(Path(sys.executable).parent / "diagbot")
 

@@ -61,5 +61,6 @@ def test_the_scanner_catches_forbidden_imports(tmp_path: Path) -> None:
         "def f():\n    import bot.app\n")
     (tmp_path / "core" / "cli.py").write_text("from bot.serve import serve\ndef g():\n    from bot.serve import serve\n")
     (tmp_path / "core" / "ok.py").write_text("import aiohttp\nfrom aiohttp import ClientSession\nimport botocore\n")
-    assert offenders(tmp_path) == ["core/cli.py: bot.serve", "core/cli.py: bot.serve", "core/m.py: slack_sdk", "core/m.py: slack_bolt.async_app",
+    assert offenders(tmp_path) == ["core/cli.py: bot.serve", "core/cli.py: bot.serve",
+                                   "core/m.py: slack_sdk", "core/m.py: slack_bolt.async_app",
                                    "core/m.py: aiohttp.web", "core/m.py: bot.app"]
