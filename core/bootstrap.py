@@ -12,6 +12,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from core.agent.loop import DiagnosisAgent
 from core.boundary import ToolBoundary
@@ -106,6 +110,19 @@ class Services:
                 log.warning("closing %s failed: %s", getattr(close, "__qualname__", close), type(exc).__name__)
 
 
+def redis_client_from_url(url: str) -> aioredis.Redis:
+    """A Redis client that reports an outage within about a second (two quick retries) instead of stalling a run:
+    the store then raises StoreUnavailable and the run ends in a clear ERROR/FAILURE."""
+    return aioredis.from_url(
+        url,
+        socket_connect_timeout=1.0,
+        socket_timeout=2.0,
+        retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2),
+        retry_on_error=[RedisConnectionError, RedisTimeoutError],
+        health_check_interval=30,
+    )
+
+
 async def build_services(
     settings: Settings,
     *,
@@ -124,7 +141,7 @@ async def build_services(
     shared_kv = kv is not None and not isinstance(kv, InMemoryKV)
     redis_client: aioredis.Redis | None = None
     if settings.redis_url and (canonical is None or kv is None):
-        redis_client = aioredis.from_url(settings.redis_url)
+        redis_client = redis_client_from_url(settings.redis_url)
         closers.append(redis_client.aclose)
     if canonical is None:
         if redis_client is not None:

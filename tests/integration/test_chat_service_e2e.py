@@ -460,3 +460,18 @@ async def test_two_processes_sharing_redis_cancel_and_serialise(
     finally:
         await host.services.aclose()
         await other.services.aclose()
+
+
+async def test_redis_down_ends_the_turn_in_a_clear_outcome_quickly(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    """With REDIS_URL pointing at nothing, a turn still ends in an outcome (no exception) within seconds."""
+    made = await make_rig(server, tmp_path, redis_url="redis://127.0.0.1:6399/0")
+    try:
+        server.push(*grounded_script())
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        outcome = await made.ask()
+        assert outcome.outcome is not Outcome.SUCCESS, outcome
+        assert outcome.fallback is not None
+        assert loop.time() - started < 10
+    finally:
+        await made.services.aclose()

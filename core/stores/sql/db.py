@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import event
 from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -128,12 +129,26 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    """Concurrent runs write timeline rows at once: WAL lets readers proceed and busy_timeout waits out writers
+    instead of failing with 'database is locked'."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA busy_timeout=10000")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
 class Database:
     """One async engine plus the schema; `await create_all()` once, `await dispose()` at shutdown."""
 
     def __init__(self, url: str, **engine_options: Any) -> None:
         self.url = normalize_url(url)
+        if self.dialect != "sqlite":
+            engine_options.setdefault("pool_pre_ping", True)  # survive server restarts and idle disconnects
         self.engine: AsyncEngine = create_async_engine(self.url, **engine_options)
+        if self.dialect == "sqlite":
+            event.listen(self.engine.sync_engine, "connect", _sqlite_pragmas)
 
     @property
     def dialect(self) -> str:
