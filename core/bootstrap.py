@@ -153,7 +153,8 @@ async def build_services(
             kv = RedisKV(redis_client, redis_prefix)
             shared_kv = True
         else:
-            log.warning("REDIS_URL unset: locks, cancel flags and dedup are in-process (single process only)")
+            log.warning("REDIS_URL unset: canonical tool records, locks, cancel flags and dedup are in-process "
+                        "(fine for one process; set REDIS_URL to run more than one)")
             kv = InMemoryKV()
 
     database: Database | None = None

@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import sys
 import uuid
 from collections.abc import Sequence
@@ -145,6 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `diagbot tool ... | head`: the reader left; not an error worth a traceback
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, rest: list[str], settings: Settings) -> int:

@@ -35,7 +35,6 @@ class InMemoryCanonicalStore:
     """Canonical store inside this process. Records are kept serialised, as in Redis, so nothing aliases."""
 
     def __init__(self, ttl_s: float = DEFAULT_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
-        logger.warning("in-process canonical store: single process only; set REDIS_URL for more than one process")
         self._ttl_s = ttl_s
         self._clock = clock
         self._records: dict[tuple[str, str], tuple[float, str]] = {}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -27,14 +26,6 @@ class Clock:
 def _record(call_id: str, run_id: str = "run-1", offset_s: int = 0) -> CanonicalRecord:
     return CanonicalRecord(run_id=run_id, tool_call_id=call_id, tool_name=ToolName.QUERY_LOGS, arguments={"q": call_id},
                            state=InvocationState.PENDING, started_at=T0 + timedelta(seconds=offset_s))
-
-
-def test_in_memory_canonical_store_warns_it_is_single_process(caplog: pytest.LogCaptureFixture) -> None:
-    """Constructing the in-process store logs one WARNING saying it is single-process only."""
-    with caplog.at_level(logging.WARNING):
-        InMemoryCanonicalStore()
-    assert [r.levelno for r in caplog.records] == [logging.WARNING]
-    assert "single process" in caplog.records[0].getMessage()
 
 
 async def test_in_memory_canonical_reserve_put_get_and_order() -> None:

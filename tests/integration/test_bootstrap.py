@@ -1,0 +1,38 @@
+"""The one wiring place: what it builds from settings alone."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from core.bootstrap import build_services
+from core.settings import Settings
+from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
+from tests.conftest import REDIS_URL
+
+
+async def test_without_redis_url_stores_are_in_process_with_one_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """REDIS_URL unset: in-process canonical store, and exactly one WARNING saying it suits one process only."""
+    with caplog.at_level(logging.WARNING):
+        services = await build_services(Settings(database_url=f"sqlite:///{tmp_path}/d.db"))
+    try:
+        assert isinstance(services.canonical, InMemoryCanonicalStore)
+        warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+        assert len(warnings) == 1
+        assert "one process" in warnings[0]
+    finally:
+        await services.aclose()
+
+
+async def test_with_redis_url_the_canonical_store_is_redis(tmp_path: Path) -> None:
+    """REDIS_URL set: canonical records live in Redis, and a record written there is read back."""
+    services = await build_services(Settings(redis_url=REDIS_URL, database_url=f"sqlite:///{tmp_path}/d.db"))
+    try:
+        assert isinstance(services.canonical, RedisCanonicalStore)
+        assert await services.canonical.get_many("run_missing", ["call_x"]) == {"call_x": None}
+    finally:
+        await services.aclose()
