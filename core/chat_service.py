@@ -267,11 +267,22 @@ class ChatService:
         intent = await self._route(ctx)
         record.intent = intent.value
         if intent is Intent.CHAT:
-            return ReleaseOutcome(run_id=ctx.run_id, intent="CHAT", outcome=Outcome.SUCCESS, chat_text=CHAT_HELP)
+            chat = ReleaseOutcome(run_id=ctx.run_id, intent="CHAT", outcome=Outcome.SUCCESS, chat_text=CHAT_HELP)
+            return await self._decided(ctx, chat)
         if intent is Intent.KNOWLEDGE:
             outcome = await self._knowledge.answer(ctx)
-            return outcome.model_copy(update={"intent": "KNOWLEDGE", "run_id": ctx.run_id})
+            return await self._decided(ctx, outcome.model_copy(update={"intent": "KNOWLEDGE", "run_id": ctx.run_id}))
         return await self._diagnose(ctx)
+
+    @staticmethod
+    async def _decided(ctx: RunContext, outcome: ReleaseOutcome) -> ReleaseOutcome:
+        """Record the release decision of a knowledge or chat turn (diagnosis turns get theirs from release)."""
+        fallback_type = outcome.fallback_type.value if outcome.fallback_type else None
+        await ctx.timeline.record(
+            EventType.RELEASE_DECISION,
+            {"intent": outcome.intent, "outcome": outcome.outcome.value, "fallback_type": fallback_type},
+        )
+        return outcome
 
     async def _route(self, ctx: RunContext) -> Intent:
         if ctx.progress:

@@ -354,6 +354,7 @@ async def test_knowledge_question_with_verified_citation_succeeds(rig: Rig) -> N
     assert (outcome.intent, outcome.outcome) == ("KNOWLEDGE", Outcome.SUCCESS), outcome
     assert outcome.knowledge is not None
     assert outcome.knowledge.answer is not None
+    assert (await rig.events(outcome))[-2:] == [EventType.RELEASE_DECISION, EventType.RUN_FINISHED]
 
 
 async def test_knowledge_answer_with_unverifiable_citation_is_unverified(rig: Rig) -> None:
@@ -376,6 +377,7 @@ async def test_chat_gets_help_without_tools(rig: Rig) -> None:
     assert outcome.chat_text
     assert len(rig.server.requests) == 1
     assert EventType.TOOL_CALL not in await rig.events(outcome)
+    assert (await rig.events(outcome))[-2:] == [EventType.RELEASE_DECISION, EventType.RUN_FINISHED]
 
 
 async def test_router_failure_keeps_the_question_as_a_diagnosis(rig: Rig) -> None:
