@@ -172,10 +172,10 @@ class ChatService:
             )
 
     async def has_session(self, session_key: str) -> bool:
-        """True when any run exists for this session (a KV marker; a published report also counts)."""
+        """True when any run exists for this session (a KV marker first: it is asked for every thread message)."""
         if await self._kv.get(_session_seen_key(session_key)) is not None:
             return True
-        return await self._runs.latest_published(session_key) is not None
+        return await self._runs.has_session(session_key)
 
     async def cancel_run(self, run_id: str) -> bool:
         """Cancel a running run; False if unknown or already finished."""

@@ -70,6 +70,10 @@ class RunStore(Protocol):
 
     async def get(self, run_id: str) -> RunRecord | None: ...
 
+    async def has_session(self, session_key: str) -> bool:
+        """True when any run of this session exists (the bot has taken part in the thread)."""
+        ...
+
     async def latest_published(self, session_key: str) -> RunRecord | None:
         """The latest run of the session whose intent was DIAGNOSIS and outcome SUCCESS (None otherwise)."""
         ...

@@ -75,6 +75,10 @@ class InMemoryRunStore:
         run = self._runs.get(run_id)
         return None if run is None else run.model_copy(deep=True)
 
+    async def has_session(self, session_key: str) -> bool:
+        """True when any run of this session exists."""
+        return any(r.session_key == session_key for r in self._runs.values())
+
     async def latest_published(self, session_key: str) -> RunRecord | None:
         """The session's latest run whose intent was DIAGNOSIS and outcome SUCCESS; fallbacks never count."""
         published = [

@@ -195,6 +195,15 @@ async def test_runs_create_get_update(db: Database) -> None:
         await runs.update(_run("nope", 0))
 
 
+async def test_has_session_is_true_once_any_run_of_the_session_exists(db: Database) -> None:
+    """A thread where the bot only chatted (no published report) is still the bot's session, across restarts."""
+    runs = SqlRunStore(db)
+    assert not await runs.has_session("T1:C1:1700000000.000100")
+    await runs.create(_run("chat", 0, intent="CHAT"))
+    assert await runs.has_session("T1:C1:1700000000.000100")
+    assert not await runs.has_session("T1:C1:other")
+
+
 async def test_latest_published_only_counts_diagnosis_success(db: Database) -> None:
     """The latest DIAGNOSIS+SUCCESS run of the session carries forward; later fallbacks, knowledge runs and other
     sessions never replace it."""

@@ -64,6 +64,9 @@ class MemoryRuns:
     async def get(self, run_id: str) -> RunRecord | None:
         return self.runs.get(run_id)
 
+    async def has_session(self, session_key: str) -> bool:
+        return any(r.session_key == session_key for r in self.runs.values())
+
     async def latest_published(self, session_key: str) -> RunRecord | None:
         done = [r for r in self.runs.values() if r.session_key == session_key and r.intent == "DIAGNOSIS"
                 and r.outcome == "SUCCESS"]

@@ -132,3 +132,14 @@ async def test_in_memory_runs_latest_published_follows_the_session_rule() -> Non
     latest = await runs.latest_published("T:C:1")
     assert latest is not None
     assert latest.run_id == "r2"
+
+
+async def test_in_memory_runs_has_session_once_any_run_exists() -> None:
+    """has_session is false for an unknown thread and true once any run (even a chat) of it exists."""
+    runs = InMemoryRunStore()
+    record = RunRecord(run_id="r1", session_key="T:C:1", team="T", channel="C", user="U", query="hi", intent="CHAT",
+                       started_at=T0)
+    assert not await runs.has_session("T:C:1")
+    await runs.create(record)
+    assert await runs.has_session("T:C:1")
+    assert not await runs.has_session("T:C:2")

@@ -75,6 +75,12 @@ class SqlRunStore:
             row = (await conn.execute(sa.select(runs).where(runs.c.run_id == run_id))).mappings().first()
         return None if row is None else _record(row)
 
+    async def has_session(self, session_key: str) -> bool:
+        """True when any run of this session exists (uses the session_key index)."""
+        query = sa.select(runs.c.run_id).where(runs.c.session_key == session_key).limit(1)
+        async with self._db.engine.connect() as conn:
+            return (await conn.execute(query)).first() is not None
+
     async def latest_published(self, session_key: str) -> RunRecord | None:
         """The session's latest run (by start time) whose intent was DIAGNOSIS and outcome SUCCESS; fallbacks never count."""
         query = (
