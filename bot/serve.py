@@ -8,12 +8,13 @@ import gc
 import inspect
 import logging
 import signal
-from typing import Any
+from typing import Any, Protocol
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 
 from bot.app import build_bot
+from core.ports import ChatServicePort, KeyValueStore
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -22,6 +23,16 @@ EVENTS_PATH = "/slack/events"
 # A young generation this size is collected in well under a millisecond; the default (700) collects so often
 # under event bursts that collections pile into the ack path.
 GC_GEN0_THRESHOLD = 50_000
+
+
+class ServingServices(Protocol):
+    """What serve() needs from the core (core.bootstrap.Services has it; tests may pass a lighter double)."""
+
+    @property
+    def chat_service(self) -> ChatServicePort: ...
+
+    @property
+    def kv(self) -> KeyValueStore: ...
 
 
 def tune_gc_for_serving() -> None:
@@ -63,9 +74,16 @@ async def _build_services(settings: Settings) -> Any:
     return await services if inspect.isawaitable(services) else services
 
 
-async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
-    """Run the Slack app until SIGINT/SIGTERM (or `stop`), then close everything it opened."""
-    services = await _build_services(settings)
+async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
+                services: ServingServices | None = None) -> None:
+    """Run the Slack app until SIGINT/SIGTERM (or `stop`), then close everything it opened.
+
+    Without `services` the real ones are built from `settings` (and closed at the end); services passed in belong to
+    the caller, who closes them.
+    """
+    owned: Any = None
+    if services is None:
+        services = owned = await _build_services(settings)
     bot = build_bot(settings, services.chat_service, services.kv)
     tune_gc_for_serving()
     stop = stop or _stop_event()
@@ -91,4 +109,5 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None) -> None:
                 await runner.cleanup()
     finally:
         await bot.aclose()
-        await services.aclose()
+        if owned is not None:
+            await owned.aclose()

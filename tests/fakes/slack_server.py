@@ -1,7 +1,9 @@
 """A local fake of the Slack Web API (aiohttp): records every call, answers like Slack, injects faults.
 
 Answers auth.test, chat.postMessage (returns a ts), chat.update, chat.postEphemeral, conversations.members
-(configurable, paginated), reactions.add, and a response_url endpoint for Bolt's `respond()`. It validates
+(configurable, paginated), reactions.add, and a response_url endpoint for Bolt's `respond()`. It is also a Socket Mode
+server: apps.connections.open hands out `ws://.../link`, where it says `hello`, pushes the envelopes a test queues
+with `push()` and records the client's acks (`wait_for_ack()`). It validates
 Block Kit limits the way Slack does (invalid_blocks / msg_blocks_too_long), so a renderer bug shows up as
 an `ok: false` answer here rather than in production.
 """
@@ -9,13 +11,15 @@ an `ok: false` answer here rather than in production.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WSCloseCode, WSMsgType, web
 
 BOT_USER_ID = "UBOT"
 BOT_ID = "BBOT"
@@ -88,6 +92,12 @@ class FakeSlack:
     _call_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _response_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
+    acks: list[dict[str, Any]] = field(default_factory=list)
+    socket_connections: int = 0
+    _outbox: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
+    _sockets: set[web.WebSocketResponse] = field(default_factory=set)
+    _socket_connected: asyncio.Event = field(default_factory=asyncio.Event)
+    _ack_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _runner: web.AppRunner | None = None
     port: int = 0
 
@@ -113,6 +123,7 @@ class FakeSlack:
         app = web.Application()
         app.router.add_route("*", "/api/{method}", self._api)
         app.router.add_post("/response/{key}", self._response)
+        app.router.add_get("/link", self._link)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -121,9 +132,81 @@ class FakeSlack:
         return self
 
     async def aclose(self) -> None:
-        """Stop serving."""
+        """Stop serving (Socket Mode connections still open are closed first)."""
+        for ws in list(self._sockets):
+            await ws.close(code=WSCloseCode.GOING_AWAY)
         if self._runner is not None:
             await self._runner.cleanup()
+
+    # --- Socket Mode -------------------------------------------------------------------------------------------------
+
+    @property
+    def socket_url(self) -> str:
+        """The WebSocket URL apps.connections.open hands out."""
+        return f"ws://127.0.0.1:{self.port}/link"
+
+    @staticmethod
+    def events_api_envelope(body: dict[str, Any], *, retry_attempt: int = 0, retry_reason: str = "",
+                            envelope_id: str | None = None) -> dict[str, Any]:
+        """An `events_api` envelope around an event_callback body, as Slack sends it over the socket."""
+        return {"envelope_id": envelope_id or str(uuid.uuid4()), "type": "events_api", "payload": body,
+                "accepts_response_payload": False, "retry_attempt": retry_attempt, "retry_reason": retry_reason}
+
+    @staticmethod
+    def slash_command_envelope(form: dict[str, Any], *, envelope_id: str | None = None) -> dict[str, Any]:
+        """A `slash_commands` envelope (payload = the command's form fields)."""
+        return {"envelope_id": envelope_id or str(uuid.uuid4()), "type": "slash_commands", "payload": form,
+                "accepts_response_payload": True}
+
+    async def push(self, envelope: dict[str, Any]) -> str:
+        """Queue an envelope for the connected client (sent as soon as a connection exists); returns its envelope_id."""
+        await self._outbox.put(envelope)
+        return str(envelope["envelope_id"])
+
+    async def wait_connected(self, timeout_s: float = 10.0) -> None:
+        """Wait until a Socket Mode client has connected and received `hello`."""
+        await asyncio.wait_for(self._socket_connected.wait(), timeout_s)
+
+    async def wait_for_ack(self, envelope_id: str, timeout_s: float = 5.0) -> dict[str, Any]:
+        """Wait for the client's acknowledgement of one envelope; returns the ack message."""
+        async with asyncio.timeout(timeout_s):
+            while True:
+                for ack in self.acks:
+                    if ack.get("envelope_id") == envelope_id:
+                        return ack
+                self._ack_arrived.clear()
+                await self._ack_arrived.wait()
+
+    def acks_of(self, envelope_id: str) -> list[dict[str, Any]]:
+        """Every ack received for one envelope."""
+        return [a for a in self.acks if a.get("envelope_id") == envelope_id]
+
+    async def _send_envelopes(self, ws: web.WebSocketResponse) -> None:
+        while not ws.closed:
+            envelope = await self._outbox.get()
+            await ws.send_json(envelope)
+
+    async def _link(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()  # answers the client's pings (the SDK checks its ping-pong)
+        await ws.prepare(request)
+        self._sockets.add(ws)
+        self.socket_connections += 1
+        await ws.send_json({"type": "hello", "num_connections": len(self._sockets),
+                            "debug_info": {"host": "applink-fake", "approximate_connection_time": 18060},
+                            "connection_info": {"app_id": "A1"}})
+        self._socket_connected.set()
+        sender = asyncio.create_task(self._send_envelopes(ws))
+        try:
+            async for msg in ws:
+                if msg.type == WSMsgType.TEXT:
+                    self.acks.append(json.loads(msg.data))
+                    self._ack_arrived.set()
+        finally:
+            sender.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sender
+            self._sockets.discard(ws)
+        return ws
 
     async def _params(self, request: web.Request) -> dict[str, Any]:
         params: dict[str, Any] = dict(request.query)
@@ -222,6 +305,9 @@ class FakeSlack:
         if (bad := self._check_message(params)) is not None:
             return bad
         return {"ok": True, "message_ts": f"1700000001.{next(self._ts):06d}"}
+
+    def _m_apps_connections_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"ok": True, "url": self.socket_url}
 
     def _m_reactions_add(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True}

@@ -1,0 +1,117 @@
+"""`serve` in Socket Mode, end to end: apps.connections.open -> WebSocket `hello` -> envelopes acked by the real
+AsyncSocketModeHandler -> one turn per user message, answers in the fake Web API; stop closes the socket."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from pydantic import SecretStr
+
+from bot.serve import serve
+from core.ports import KeyValueStore
+from core.settings import Settings
+from core.stores.kv import InMemoryKV
+from tests.bot.fake_chat import FakeChat
+from tests.bot.slack_requests import envelope, mention
+from tests.fakes.slack_server import TEAM_ID, FakeSlack
+
+
+@pytest.fixture(autouse=True)
+def _restore_gc() -> Iterator[None]:
+    """serve() tunes the process-wide GC; put it back so other tests run under the defaults."""
+    threshold = gc.get_threshold()
+    yield
+    gc.unfreeze()
+    gc.set_threshold(*threshold)
+
+
+@dataclass
+class _Services:
+    """The two things serve() takes from the core, here the in-test port double and an in-process store."""
+
+    chat_service: FakeChat
+    kv: KeyValueStore
+
+
+def _settings(fake_slack: FakeSlack, **extra: object) -> Settings:
+    return Settings(slack_bot_token=SecretStr("xoxb-test"), slack_app_token=SecretStr("xapp-test"),
+                    slack_api_url=fake_slack.api_url, **extra)  # type: ignore[arg-type]
+
+
+@asynccontextmanager
+async def _serving(settings: Settings, fake_slack: FakeSlack, services: _Services | None = None) -> AsyncIterator[None]:
+    """serve() as a task, connected to the fake socket; stopped through its `stop` event and awaited on exit."""
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve(settings, stop, services=services))
+    try:
+        await fake_slack.wait_connected(timeout_s=20)
+        yield
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
+
+
+async def _finals(fake_slack: FakeSlack) -> list[dict[str, object]]:
+    return [c.params for c in fake_slack.calls if c.params.get("metadata")]
+
+
+async def test_socket_mode_acks_envelopes_runs_one_turn_and_answers_commands(fake_slack: FakeSlack) -> None:
+    """hello -> mention envelope acked -> placeholder replaced by the final report with metadata; a redelivery (same
+    event_id, retry_attempt 1) is acked and starts nothing; /diag help is acked and answered; stop closes the socket."""
+    chat = FakeChat(delay_s=0.0)
+    async with _serving(_settings(fake_slack), fake_slack, _Services(chat, InMemoryKV())):
+        assert fake_slack.calls_of("apps.connections.open")
+
+        body = envelope(mention(ts="50.0"), event_id="EvSOCKET1")
+        first = await fake_slack.push(fake_slack.events_api_envelope(body))
+        assert await fake_slack.wait_for_ack(first) == {"envelope_id": first}
+        metadata = await fake_slack.wait_for_metadata(timeout_s=10)
+        assert metadata == {"event_type": "diag_run_finished", "event_payload": {
+            "run_id": "run_1", "intent": "DIAGNOSIS", "outcome": "SUCCESS", "fallback_type": None}}
+        [placeholder] = fake_slack.calls_of("chat.postMessage")
+        assert placeholder.params["thread_ts"] == "50.0"
+        assert placeholder.params["text"].startswith("Looking into it")
+        [final] = await _finals(fake_slack)
+        placeholder_ts = fake_slack.calls_of("chat.update")[-1].params["ts"]
+        assert final["ts"] == placeholder_ts  # the placeholder was replaced, not a second message
+        assert "DB connection timeouts" in str(final["text"])
+        assert fake_slack.messages[("C1", placeholder_ts)]["metadata"] == metadata
+
+        again = await fake_slack.push(fake_slack.events_api_envelope(body, retry_attempt=1, retry_reason="timeout"))
+        assert await fake_slack.wait_for_ack(again) == {"envelope_id": again}
+
+        form = {"token": "x", "team_id": TEAM_ID, "channel_id": "C1", "user_id": "U1", "command": "/diag",
+                "text": "help", "response_url": fake_slack.response_url("socket"), "trigger_id": "1.2.3",
+                "api_app_id": "A1"}
+        command = await fake_slack.push(fake_slack.slash_command_envelope(form))
+        assert await fake_slack.wait_for_ack(command) == {"envelope_id": command}
+        answer = await fake_slack.next_response()
+        assert answer["_key"] == "socket"
+        assert answer["response_type"] == "ephemeral"
+        assert "/diag trace" in str(answer["blocks"])
+
+        await asyncio.sleep(0.3)  # the redelivery's listener ran right after its ack; give a second run time to show
+        assert len(chat.turns) == 1
+        assert len(fake_slack.calls_of("chat.postMessage")) == 1
+        assert len(await _finals(fake_slack)) == 1
+        assert all(len(fake_slack.acks_of(e)) == 1 for e in (first, again, command))
+    assert fake_slack.socket_connections == 1
+    assert not fake_slack._sockets  # the client closed its WebSocket on stop
+
+
+async def test_serve_builds_real_services_in_socket_mode(fake_slack: FakeSlack, tmp_path: Path) -> None:
+    """serve(settings) alone (real build_services, no model configured): a mention over the socket ends FAILURE in
+    the thread with the run metadata, and everything closes on stop."""
+    settings = _settings(fake_slack, database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db")
+    async with _serving(settings, fake_slack):
+        sent = await fake_slack.push(fake_slack.events_api_envelope(envelope(mention(ts="60.0"))))
+        await fake_slack.wait_for_ack(sent)
+        final = await fake_slack.wait_for_metadata(timeout_s=20)
+        assert final["event_payload"]["outcome"] == "FAILURE"
+        assert fake_slack.calls_of("chat.postMessage")[0].params["thread_ts"] == "60.0"
