@@ -67,6 +67,8 @@ class SlackProgress:
             self._last_edit = time.monotonic()
         except SlackApiError as exc:
             log.warning("placeholder not posted: %s", exc.response.get("error"))
+        except Exception as exc:  # network down after the SDK's retries: the run goes on, the final is posted later
+            log.warning("placeholder not posted: %s", type(exc).__name__)
 
     def _render(self) -> tuple[str, list[dict[str, Any]]]:
         head = PLACEHOLDER + (f" run {code(self.run_id)}" if self.run_id else "")
@@ -106,6 +108,8 @@ class SlackProgress:
                 self.edits += 1
             except SlackApiError as exc:
                 log.warning("progress update failed: %s", exc.response.get("error"))
+            except Exception as exc:  # a lost edit is harmless; letting it escape would break close() and the final
+                log.warning("progress update failed: %s", type(exc).__name__)
             finally:
                 self._in_flight = False
 

@@ -9,12 +9,12 @@ import time
 from collections.abc import Coroutine, Iterator
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.delivery import deliver_final, post_in_thread
+from bot.delivery import deliver_final
 from bot.progress import MIN_INTERVAL_S, SlackProgress
 from bot.render.message import internal_error_message, render_outcome
+from core.contracts.release import ReleaseOutcome
 from core.contracts.run import SessionKey, Turn
 from core.ports import ChatServicePort
 
@@ -69,23 +69,19 @@ class TurnRunner:
     async def _run(self, turn: Turn) -> None:
         channel, thread_ts = turn.session.channel, turn.session.thread_ts
         progress = SlackProgress(self._client, channel, thread_ts, self._progress_interval_s)
-        await progress.start()
-        started = time.monotonic()
+        outcome: ReleaseOutcome | None = None
         try:
-            outcome = await self._chat.handle(turn, progress)
-        except Exception:
+            await progress.start()
+            started = time.monotonic()
+            try:
+                outcome = await self._chat.handle(turn, progress)
+            except Exception:
+                log.exception("turn failed in channel %s", channel)
+        finally:  # also when the turn is cancelled (shutdown): no progress task may outlive its turn
             await progress.close()
-            log.exception("turn failed in channel %s", channel)
-            label = f" (run {progress.run_id})" if progress.run_id else ""
-            msg = internal_error_message(label)
-            if progress.ts is not None:
-                await deliver_final_text(self._client, channel, thread_ts, progress.ts, msg.text)
-            else:
-                await post_in_thread(self._client, channel, thread_ts, msg)
-            return
-        await progress.close()
-        msg = render_outcome(outcome, time.monotonic() - started)
-        await deliver_final(self._client, channel, thread_ts, progress.ts, msg, outcome)
+        msg = (internal_error_message(progress.run_id) if outcome is None
+               else render_outcome(outcome, time.monotonic() - started))
+        await deliver_final(self._client, channel, thread_ts, progress.ts, msg)
 
     async def aclose(self, timeout_s: float = 10.0) -> None:
         """Wait briefly for running turns, then cancel the rest (shutdown)."""
@@ -96,10 +92,3 @@ class TurnRunner:
             if pending:
                 await asyncio.wait(pending)
 
-
-async def deliver_final_text(client: AsyncWebClient, channel: str, thread_ts: str, ts: str, text: str) -> None:
-    """Replace the placeholder with a short text (used when a run crashed)."""
-    try:
-        await client.chat_update(channel=channel, ts=ts, text=text, blocks=[])
-    except SlackApiError as exc:
-        log.warning("chat.update failed: %s", exc.response.get("error"))

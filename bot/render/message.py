@@ -28,15 +28,14 @@ class SlackMessage(BaseModel):
 
 def finished_metadata(outcome: ReleaseOutcome) -> dict[str, Any]:
     """Slack message metadata of a turn's final message (SPEC §10)."""
-    return {
-        "event_type": EVENT_TYPE,
-        "event_payload": {
-            "run_id": outcome.run_id,
-            "intent": outcome.intent,
-            "outcome": outcome.outcome.value,
-            "fallback_type": outcome.fallback_type.value if outcome.fallback_type else None,
-        },
-    }
+    return run_metadata(outcome.run_id, outcome.intent, outcome.outcome.value,
+                        outcome.fallback_type.value if outcome.fallback_type else None)
+
+
+def run_metadata(run_id: str, intent: str | None, outcome: str, fallback_type: str | None) -> dict[str, Any]:
+    """The `diag_run_finished` metadata from its four fields."""
+    return {"event_type": EVENT_TYPE,
+            "event_payload": {"run_id": run_id, "intent": intent, "outcome": outcome, "fallback_type": fallback_type}}
 
 
 def _body(outcome: ReleaseOutcome) -> tuple[list[dict[str, Any]], str]:
@@ -61,13 +60,20 @@ def render_outcome(outcome: ReleaseOutcome, duration_s: float | None = None) -> 
     return SlackMessage(text=clip_plain(escape(summary)), blocks=blocks, metadata=finished_metadata(outcome))
 
 
-def fault_message(outcome: ReleaseOutcome, error_code: str) -> SlackMessage:
-    """The short message posted when Slack refused the full report."""
-    text = f"I couldn't post the full report ({escape(error_code)}); see /diag trace {escape(outcome.run_id)}"
-    return SlackMessage(text=text, blocks=[section(text)], metadata=finished_metadata(outcome))
+def fault_message(msg: SlackMessage, error_code: str) -> SlackMessage:
+    """The short note sent when Slack refused a final message; it keeps that message's metadata."""
+    run_id = str(((msg.metadata or {}).get("event_payload") or {}).get("run_id") or "")
+    where = f"; see /diag trace {escape(run_id)}" if run_id else ""
+    text = f"I couldn't post the full report ({escape(error_code)}){where}"
+    return SlackMessage(text=text, blocks=[section(text)], metadata=msg.metadata)
 
 
-def internal_error_message(run_label: str) -> SlackMessage:
-    """Posted when the run crashed before producing an outcome (details stay in the logs)."""
-    text = f"Something went wrong and this run stopped without a result{run_label}. Please try again."
-    return SlackMessage(text=text, blocks=[section(text)])
+def internal_error_message(run_id: str | None) -> SlackMessage:
+    """The final message when the run crashed before producing an outcome (details stay in the logs).
+
+    It ends the turn like any other: plain text, a block, and `diag_run_finished` metadata (outcome FAILURE).
+    """
+    label = f" (run {escape(run_id)})" if run_id else ""
+    text = f"Something went wrong and this run stopped without a result{label}. Please try again."
+    return SlackMessage(text=text, blocks=[section(text)], metadata=run_metadata(run_id or "", None, Outcome.FAILURE.value,
+                                                                                 None))

@@ -52,3 +52,44 @@ async def test_oversized_report_fits_and_fake_slack_accepts_it(harness: Harness)
     assert "<!channel>" not in str(final["blocks"])
     assert "&lt;!channel&gt;" in str(final["blocks"])
     assert not any("couldn't post" in c.params.get("text", "") for c in harness.slack.calls_of("chat.postMessage"))
+
+
+async def test_refused_report_replaces_the_placeholder_with_the_note(harness: Harness) -> None:
+    """When Slack refuses the report's blocks, the note replaces the placeholder, so no "Looking into it…" is left."""
+    harness.slack.fail("chat.update", "invalid_blocks")  # only the final report's update is refused
+    harness.chat.delay_s = 0.0
+    await harness.send.event(mention(ts="24.0"))
+    await harness.settle()
+    [placeholder] = harness.slack.calls_of("chat.postMessage")
+    ts = harness.slack.calls_of("chat.update")[-1].params["ts"]
+    stored = harness.slack.messages[("C1", ts)]
+    assert stored["thread_ts"] == "24.0"
+    assert stored["text"] == "I couldn't post the full report (invalid_blocks); see /diag trace run_1"
+    assert stored["metadata"]["event_payload"]["run_id"] == "run_1"
+    assert placeholder.params["text"].startswith("Looking into it")
+
+
+async def test_run_crash_final_message_carries_metadata_and_replaces_placeholder(harness: Harness) -> None:
+    """An internal error still ends the turn like every other: placeholder replaced, plain text, run metadata."""
+    harness.chat.fail_with = RuntimeError("secret internals")
+    await harness.send.event(mention(ts="25.0"))
+    await harness.settle()
+    final = harness.slack.calls_of("chat.update")[-1].params
+    assert final["metadata"] == {"event_type": "diag_run_finished", "event_payload": {
+        "run_id": "run_1", "intent": None, "outcome": "FAILURE", "fallback_type": None}}
+    assert "stopped without a result" in final["text"]
+    assert "stopped without a result" in final["blocks"][0]["text"]["text"]
+    assert len(harness.slack.calls_of("chat.postMessage")) == 1
+
+
+async def test_run_crash_with_placeholder_gone_posts_the_error_instead(harness: Harness) -> None:
+    """If the placeholder cannot be edited after a crash, the short error is posted in the thread (with metadata)."""
+    harness.chat.fail_with = RuntimeError("secret internals")
+    harness.slack.fail("chat.update", "message_not_found", times=10)
+    await harness.send.event(mention(ts="26.0"))
+    await harness.settle()
+    final = harness.slack.calls_of("chat.postMessage")[-1].params
+    assert final["thread_ts"] == "26.0"
+    assert "stopped without a result" in final["text"]
+    assert final["metadata"]["event_payload"]["outcome"] == "FAILURE"
+    assert "secret internals" not in str(harness.slack.calls)

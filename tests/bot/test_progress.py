@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
+import aiohttp
 import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.progress import SlackProgress
+from bot.turns import TurnRunner
+from core.contracts.run import SessionKey
+from tests.bot.fake_chat import FakeChat
 from tests.fakes.slack_server import FakeSlack
 
 
@@ -62,3 +67,74 @@ async def test_placeholder_failure_means_no_edits(fake_slack: FakeSlack, client:
     await progress.update("run_p", "routing")
     await progress.close()
     assert fake_slack.calls_of("chat.update") == []
+
+
+class _BrokenNetworkClient(AsyncWebClient):
+    """A Web API client whose placeholder works but whose edits die on the network (after the SDK's own retries)."""
+
+    def __init__(self, fake: FakeSlack, fail_post: bool = False) -> None:
+        super().__init__(token="xoxb-test", base_url=fake.api_url)
+        self.fail_post = fail_post
+        self.gate = asyncio.Event()
+        self.in_flight = asyncio.Event()
+
+    async def chat_postMessage(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        if self.fail_post:
+            raise aiohttp.ClientConnectionError("connection refused")
+        return await super().chat_postMessage(**kwargs)
+
+    async def chat_update(self, **kwargs: Any) -> Any:  # type: ignore[override]
+        self.in_flight.set()
+        await self.gate.wait()
+        raise aiohttp.ServerDisconnectedError()
+
+
+async def test_network_error_on_edit_in_flight_does_not_break_close(fake_slack: FakeSlack) -> None:
+    """A progress edit that dies on the network while close() waits for it must not propagate (the final message
+    still has to be delivered after close())."""
+    client = _BrokenNetworkClient(fake_slack)
+    progress = SlackProgress(client, "C1", "1.0", min_interval_s=0.0)
+    await progress.start()
+    await progress.update("run_p", "routing")
+    await asyncio.wait_for(client.in_flight.wait(), 5)
+    closing = asyncio.create_task(progress.close())
+    await asyncio.sleep(0.05)
+    client.gate.set()
+    await asyncio.wait_for(closing, 5)
+
+
+async def test_network_error_on_placeholder_is_not_fatal(fake_slack: FakeSlack) -> None:
+    """If Slack is unreachable for the placeholder, start() logs and returns (the run goes on, the final is posted)."""
+    progress = SlackProgress(_BrokenNetworkClient(fake_slack, fail_post=True), "C1", "1.0", min_interval_s=0.0)
+    await progress.start()
+    assert progress.ts is None
+    await progress.close()
+
+
+async def test_turn_delivers_final_message_when_a_progress_edit_dies(fake_slack: FakeSlack) -> None:
+    """End of a turn: a progress edit lost to the network does not cost the user the final report."""
+    client = _BrokenNetworkClient(fake_slack)
+    chat = FakeChat(delay_s=0.3)
+    runner = TurnRunner(chat, client, progress_interval_s=0.0)
+    task = runner.start(SessionKey(team="T1", channel="C1", thread_ts="1.0"), "why?", "U1", "1.0")
+    await asyncio.wait_for(client.in_flight.wait(), 5)
+    await asyncio.sleep(0.4)  # the run has finished; close() waits for the edit in flight
+    client.gate.set()
+    await asyncio.wait_for(task, 5)
+    finals = [c for c in fake_slack.calls_of("chat.postMessage") if c.params.get("metadata")]
+    assert [c.params["metadata"]["event_payload"]["outcome"] for c in finals] == ["SUCCESS"]
+
+
+async def test_cancelled_turn_stops_progress_edits(fake_slack: FakeSlack, client: AsyncWebClient) -> None:
+    """A turn cancelled at shutdown stops its progress task too (no edits from an orphaned task afterwards)."""
+    chat = FakeChat(delay_s=30)
+    runner = TurnRunner(chat, client, progress_interval_s=0.05)
+    runner.start(SessionKey(team="T1", channel="C1", thread_ts="2.0"), "why?", "U1", "2.0")
+    await asyncio.wait_for(chat.started.wait(), 5)
+    await runner.aclose(timeout_s=0.0)
+    await asyncio.sleep(0.05)
+    before = len(fake_slack.calls_of("chat.update"))
+    tasks = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__.startswith("SlackProgress")]  # type: ignore[union-attr]
+    assert tasks == []
+    await asyncio.sleep(0.2)
+    assert len(fake_slack.calls_of("chat.update")) == before
