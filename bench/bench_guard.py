@@ -1,6 +1,10 @@
 """EvidenceGuard cost next to one Redis round trip: 20 canonical records, a 10-analysis draft with grounded numbers.
 
 Run: python bench/bench_guard.py   (needs Redis at 127.0.0.1:6379 or $TEST_REDIS_URL). Goal: guard.check <= 5x one MGET.
+
+The guard keeps bounded, exact caches across checks (projection parse outcomes, evidence search answers), so a
+re-check of the same calls (after repair, or this loop) is "warm"; "cold" clears them before each check, as for
+the first check of a draft whose calls the guard has never seen.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ import redis.asyncio as aioredis
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CanonicalRecord
 from core.guard.evidence_guard import EvidenceGuard
+from core.guard.inputs import PROJECTIONS
+from core.guard.numbers import EVIDENCE
 from core.guard.rules import load_rules
 from core.stores.canonical import RedisCanonicalStore
 from core.testing.release import logs_record, sql_record
@@ -87,7 +93,7 @@ async def main() -> None:
         assert result.valid, [(v.code, v.path, v.message) for v in result.violations]
         keys = [store.record_key(RUN, r.tool_call_id) for r in records]
         ids = [r.tool_call_id for r in records]
-        mget_t, read_t, check_t = [], [], []
+        mget_t, read_t, check_t, cold_t = [], [], [], []
         # Interleaved and paired: each guard.check is compared with the MGET and store read just before it,
         # so load from other processes on the machine drifts out of the ratios.
         for i in range(WARMUP + ITERATIONS):
@@ -98,21 +104,31 @@ async def main() -> None:
             t2 = time.perf_counter()
             await guard.check(RUN, draft)
             t3 = time.perf_counter()
+            PROJECTIONS.clear()
+            EVIDENCE.clear()
+            t4 = time.perf_counter()
+            await guard.check(RUN, draft)
+            t5 = time.perf_counter()
             if i >= WARMUP:
                 mget_t.append(t1 - t0)
                 read_t.append(t2 - t1)
                 check_t.append(t3 - t2)
+                cold_t.append(t5 - t4)
         med = statistics.median
-        mget, read, check = med(mget_t) * 1e6, med(read_t) * 1e6, med(check_t) * 1e6
-        ratio_check = med(c / m for c, m in zip(check_t, mget_t, strict=True))
-        ratio_read = med(r / m for r, m in zip(read_t, mget_t, strict=True))
+        mget, read, check, cold = med(mget_t) * 1e6, med(read_t) * 1e6, med(check_t) * 1e6, med(cold_t) * 1e6
+
+        def ratio(times: list[float]) -> float:
+            return med(t / m for t, m in zip(times, mget_t, strict=True))
+
         ratio_rules = med((c - r) / m for c, r, m in zip(check_t, read_t, mget_t, strict=True))
+        ratio_cold_rules = med((c - r) / m for c, r, m in zip(cold_t, read_t, mget_t, strict=True))
         kib = sum(len(r.model_dump_json()) for r in records) / 1024
         print(f"records: {len(records)} ({kib:.0f} KiB canonical JSON), analyses: {len(draft.analysis)}, pairs: {ITERATIONS}")
         print(f"MGET of {len(keys)} keys (median):              {mget:8.0f} us   1.00x")
-        print(f"store.get_many = MGET + record parsing:    {read:8.0f} us   {ratio_read:.2f}x MGET (paired median)")
-        print(f"guard.check (one get_many + all rules):    {check:8.0f} us   {ratio_check:.2f}x MGET (paired median, goal <= 5x)")
-        print(f"guard rules alone (check - get_many):                  {ratio_rules:.2f}x MGET (paired median)")
+        print(f"store.get_many = MGET + record parsing:    {read:8.0f} us   {ratio(read_t):.2f}x MGET (paired median)")
+        print(f"guard.check, warm (re-check):              {check:8.0f} us   {ratio(check_t):.2f}x MGET (paired, goal <= 5x)")
+        print(f"guard.check, cold (caches cleared):        {cold:8.0f} us   {ratio(cold_t):.2f}x MGET (paired, goal <= 5x)")
+        print(f"guard rules alone (check - get_many):      warm {ratio_rules:.2f}x, cold {ratio_cold_rules:.2f}x MGET (paired)")
     finally:
         keys_left = [k async for k in client.scan_iter(match=f"{prefix}*")]
         if keys_left:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 from core.contracts.draft import AnalysisKind
-from core.contracts.evidence import EvidenceStatus, KnowledgeProjection, LogsProjection
+from core.contracts.evidence import EvidenceStatus
 from core.guard.inputs import Finding, GuardInput, referencable_problem, shown_id
 
 _KIND_NEEDS = {
@@ -42,14 +41,6 @@ def check_evidence_kind(data: GuardInput) -> Iterator[Finding]:
                 )
 
 
-def _item_count(projection: Any) -> int:
-    if isinstance(projection, KnowledgeProjection):
-        return len(projection.evidence_blocks)
-    if isinstance(projection, LogsProjection):
-        return len(projection.logs)
-    return len(projection.rows)
-
-
 def check_projection_consistency(data: GuardInput) -> Iterator[Finding]:
     """PROJECTION_INVALID / _MISMATCH / _EMPTY_FOUND / _NONEMPTY_NO_EVIDENCE, once per cited call."""
     for cid, record in data.usable.items():
@@ -76,7 +67,7 @@ def check_projection_consistency(data: GuardInput) -> Iterator[Finding]:
                 f"the projection of {shown_id(cid)} differs from its record in {', '.join(differing)}",
             )
             continue
-        items = _item_count(projection)
+        items = projection.items
         if record.evidence_status is EvidenceStatus.EVIDENCE_FOUND and items == 0:
             yield Finding("PROJECTION_EMPTY_FOUND", path, f"{shown_id(cid)} is EVIDENCE_FOUND but its projection has no items")
         if record.evidence_status is EvidenceStatus.NO_EVIDENCE and (items > 0 or projection.count > 0):

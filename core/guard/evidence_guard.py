@@ -51,11 +51,12 @@ class EvidenceGuard:
                 )
         if violations:
             return GuardResult(valid=False, violations=violations, warnings=warnings)
-        cited = [cid for cid in ids if cid in data.usable]
+        cited = [data.usable[cid] for cid in ids if cid in data.usable]
+        # Validation builds new top-level dicts (the records are this check's own anyway): no copies needed here.
         snapshot = VerifiedEvidenceSnapshot(
             run_id=run_id,
-            projections={cid: dict(data.usable[cid].projection or {}) for cid in cited},
-            effective_arguments={cid: dict(data.usable[cid].effective_arguments) for cid in cited},
+            projections={r.tool_call_id: r.projection or {} for r in cited},
+            effective_arguments={r.tool_call_id: r.effective_arguments for r in cited},
             rule_set_version=self._rules.rule_set_version,
             warnings=warnings,
         )

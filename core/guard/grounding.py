@@ -5,32 +5,30 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from core.guard.inputs import Finding, GuardInput, dependent_items
-from core.guard.numbers import EvidenceText, canonical, evidence_text, numbers_in
+from core.guard.numbers import EVIDENCE, EvidenceText, canonical, evidence_text, numbers_in
 
 
 def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
     """NUMBER_NOT_IN_EVIDENCE for each distinct ungrounded number of an analysis, conclusion, action or recommendation."""
     params = data.rules.numeric
     ignore = frozenset(canonical(t) for t in params.ignore)
+    min_digits = params.min_digits
     argument_keys = params.argument_keys if params.allow_arguments else None
     sources: dict[str, EvidenceText] = {}
 
     def source(cid: str) -> EvidenceText:
-        found = sources.get(cid)
-        if found is None:
-            record = data.usable[cid]
-            found = sources[cid] = EvidenceText(evidence_text(record.projection or {}, record.effective_arguments, argument_keys))
+        record = data.usable[cid]
+        found = sources[cid] = EVIDENCE.get(evidence_text(record.projection or {}, record.effective_arguments, argument_keys))
         return found
 
     def ungrounded(path: str, text: str, cids: Sequence[str]) -> Iterator[Finding]:
-        reported: set[str] = set()
-        for number in dict.fromkeys(numbers_in(text)):
-            if number in reported or number in ignore:
+        for number in dict.fromkeys(numbers_in(text)):  # distinct numbers, first occurrence order
+            if number in ignore or (min_digits > 1 and sum(ch.isdigit() for ch in number) < min_digits):
                 continue
-            if params.min_digits > 1 and sum(ch.isdigit() for ch in number) < params.min_digits:
-                continue
-            if not any(source(cid).grounds(number) for cid in cids):
-                reported.add(number)
+            for cid in cids:
+                if (sources.get(cid) or source(cid)).grounds(number):
+                    break
+            else:
                 yield Finding("NUMBER_NOT_IN_EVIDENCE", path, f"the number {number} does not appear in the tool results cited")
 
     # An item is checked only when every call it rests on is usable; otherwise its citations are already rejected

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import marshal
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,7 +12,15 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 
 from core.contracts.draft import DiagnosisDraft
-from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, Projection
+from core.contracts.evidence import (
+    CanonicalRecord,
+    EvidenceStatus,
+    InvocationState,
+    KnowledgeProjection,
+    LogsProjection,
+    Projection,
+    ToolName,
+)
 from core.guard.rules import RuleSet
 
 PROJECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(Projection)
@@ -61,14 +72,91 @@ def referencable_problem(run_id: str, key: str, record: CanonicalRecord | None) 
     return None
 
 
-def parse_projection(projection: Mapping[str, Any]) -> tuple[Any, str | None]:
-    """(parsed projection model, None) or (None, short reason) when it does not parse."""
+@dataclass(frozen=True, slots=True)
+class ProjectionFacts:
+    """What the checks need of a projection that parsed: its identity fields and how many items it shows."""
+
+    tool_call_id: str
+    tool_name: ToolName
+    evidence_status: EvidenceStatus
+    count: int
+    items: int
+
+
+def _facts(projection: Any) -> ProjectionFacts:
+    if isinstance(projection, KnowledgeProjection):
+        items = len(projection.evidence_blocks)
+    elif isinstance(projection, LogsProjection):
+        items = len(projection.logs)
+    else:
+        items = len(projection.rows)
+    return ProjectionFacts(projection.tool_call_id, projection.tool_name, projection.evidence_status, projection.count, items)
+
+
+def parse_projection(projection: Mapping[str, Any]) -> tuple[ProjectionFacts | None, str | None]:
+    """(facts of the parsed projection, None) or (None, short reason) when it does not parse (always validates)."""
     try:
-        return PROJECTION_ADAPTER.validate_python(projection), None
+        return _facts(PROJECTION_ADAPTER.validate_python(projection)), None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "projection"
         return None, f"{where}: {first['msg']}"
+
+
+def projection_key(projection: Mapping[str, Any]) -> bytes | None:
+    """Bytes that determine the projection exactly, types included, or None when it holds anything but builtins.
+
+    marshal writes only exact builtin types (dict, list, str, int, float, bool, None, ...) and refuses subclasses
+    (enums), UUIDs, datetimes and any other object, so equal bytes mean an equal value of the same types in the
+    same order, on which pydantic's verdict is the same. `1`, `1.0`, `True`, `[1]` and `(1,)` all differ.
+    Equal values may still get different bytes (back-references follow object sharing): that is only a miss.
+    A store's projection is decoded JSON, so it always has a key, and a record read again gets the same one.
+    """
+    if not isinstance(projection, dict):
+        return None
+    try:
+        return marshal.dumps(projection, 4)
+    except ValueError:
+        return None
+
+
+class ProjectionCache:
+    """Bounded LRU of projection parse outcomes keyed by projection_key (the outcome is a pure function of it).
+
+    A repaired draft is checked again against the same READY calls, whose projections never change, so each
+    projection is parsed by pydantic once; the key costs about a quarter of a parse. Anything without a key is
+    parsed afresh. Outcomes are immutable (facts or a message), so sharing them across checks is safe.
+    """
+
+    def __init__(self, size: int = 512) -> None:
+        self.size = size
+        self._outcomes: OrderedDict[bytes, tuple[ProjectionFacts | None, str | None]] = OrderedDict()
+
+    def parse(self, projection: Mapping[str, Any]) -> tuple[ProjectionFacts | None, str | None]:
+        """Same answer as parse_projection(projection)."""
+        key = projection_key(projection)
+        if key is None:
+            return parse_projection(projection)
+        outcome = self._outcomes.get(key)
+        if outcome is not None:
+            with contextlib.suppress(KeyError):  # tolerate a concurrent eviction; the outcome is still right
+                self._outcomes.move_to_end(key)
+            return outcome
+        outcome = self._outcomes[key] = parse_projection(projection)
+        while len(self._outcomes) > self.size:
+            with contextlib.suppress(KeyError):
+                self._outcomes.popitem(last=False)
+        return outcome
+
+    def __len__(self) -> int:
+        return len(self._outcomes)
+
+    def clear(self) -> None:
+        """Forget every outcome (the benchmark measures the cold path with this)."""
+        self._outcomes.clear()
+
+
+PROJECTIONS = ProjectionCache()
 
 
 @dataclass
@@ -81,8 +169,8 @@ class GuardInput:
     records: Mapping[str, CanonicalRecord | None]
     usable: dict[str, CanonicalRecord] = field(default_factory=dict)
     """Cited records that belong to this run and are referencable (what evidence checks look at)."""
-    parsed: dict[str, Any] = field(default_factory=dict)
-    """tool_call_id -> parsed projection model, for usable records whose projection parses."""
+    parsed: dict[str, ProjectionFacts] = field(default_factory=dict)
+    """tool_call_id -> facts of the parsed projection, for usable records whose projection parses."""
     parse_errors: dict[str, str] = field(default_factory=dict)
     first_path: dict[str, str] = field(default_factory=dict)
     """tool_call_id -> path of its first citation."""
@@ -101,7 +189,7 @@ class GuardInput:
             if record is None or referencable_problem(run_id, cid, record) is not None:
                 continue
             data.usable[cid] = record
-            parsed, error = parse_projection(record.projection or {})
+            parsed, error = PROJECTIONS.parse(record.projection or {})
             if parsed is None:
                 data.parse_errors[cid] = error or "invalid"
             else:

@@ -13,7 +13,10 @@ Evidence sources are tokenised with the same rules, plus sub-tokens of times (`2
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import re
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -26,6 +29,7 @@ _INT = re.compile(r"\d+")
 _WHOLE_FLOAT = re.compile(r"(\d+)\.0+")
 _RUN_CHARS = frozenset("0123456789.,:")
 _SIMPLE_RUN = re.compile(r"[0-9]+(?:[.,:][0-9]+)*")
+_RUN_REST = re.compile(r"[0-9.,:]*")
 _WORD = re.compile(r"\w")
 
 
@@ -84,6 +88,14 @@ def _expand(token: str, out: set[str]) -> None:
         out.add(whole.group(1))  # a float column value 37.0 grounds "37"
 
 
+@functools.lru_cache(maxsize=4096)
+def _subtokens(token: str) -> frozenset[str]:
+    """_expand of one well-formed token, memoised (a pure function; evidence repeats timestamps and codes)."""
+    out: set[str] = set()
+    _expand(token, out)
+    return frozenset(out)
+
+
 def tokens_of_text(text: str, out: set[str]) -> None:
     """Add every number token of an evidence text (with its sub-tokens) to `out`."""
     for raw in set(_NUMBER.findall(text)):  # evidence repeats numbers (dates, codes): expand each once
@@ -122,6 +134,7 @@ def source_tokens(
     return frozenset(out)
 
 
+@functools.lru_cache(maxsize=4096)
 def _search_forms(number: str) -> tuple[str, ...]:
     """Substrings under which a canonical number can appear in evidence (with or without thousands separators)."""
     whole, dot, fraction = number.partition(".")
@@ -156,41 +169,39 @@ class EvidenceText:
         if self._all is not None:
             return number in self._all
         text, tries, seen = self.text, 0, 0
+        size, find = len(text), text.find
         for form in _search_forms(number):
-            at = text.find(form)
+            length = len(form)
+            at = find(form)
             while at >= 0:
                 seen += 1
-                if self._aligned(at, len(form)):
-                    if self._covers(at, len(form), number):
-                        return True
-                    tries += 1
+                # Inlined _aligned (the hot loop): not in the middle of a digit run, leading zeros aside.
+                end = at + length
+                if end >= size or not text[end].isdigit():
+                    before = at - 1
+                    while before >= 0 and text[before] == "0":
+                        before -= 1
+                    if before < 0 or not text[before].isdigit():
+                        if self._covers(at, length, number):
+                            return True
+                        tries += 1
                 if tries >= self.MAX_LOCAL_TRIES or seen >= self.MAX_OCCURRENCES:
                     return self._full_pass(number)  # a very common number: one full pass is cheaper from here on
-                at = text.find(form, at + 1)
+                at = find(form, at + 1)
         return False
 
     def _full_pass(self, number: str) -> bool:
-        self._all = set()
-        tokens_of_text(self.text, self._all)
-        return number in self._all
-
-    def _aligned(self, at: int, length: int) -> bool:
-        """Cheap necessary condition: the occurrence is not in the middle of a digit run (leading zeros aside)."""
-        text, end = self.text, at + length
-        if end < len(text) and text[end].isdigit():
-            return False
-        before = at - 1
-        while before >= 0 and text[before] == "0":
-            before -= 1
-        return before < 0 or not text[before].isdigit()
+        tokens: set[str] = set()
+        tokens_of_text(self.text, tokens)
+        self._all = tokens  # published complete: the object may be shared across checks (EvidenceCache)
+        return number in tokens
 
     def _covers(self, at: int, length: int, number: str) -> bool:
         """Tokenise just the run of number characters around one occurrence, with enough context for the rules."""
-        text, lo, hi = self.text, at, at + length
+        text, lo = self.text, at
         while lo > 0 and text[lo - 1] in _RUN_CHARS:
             lo -= 1
-        while hi < len(text) and text[hi] in _RUN_CHARS:
-            hi += 1
+        hi = _RUN_REST.match(text, at + length).end()  # type: ignore[union-attr]  # `*` always matches
         # Fast path: when the run (minus separators at its ends) is one well-formed token in a context the regex
         # accepts, it is the token; otherwise let the regex decide on just this stretch of text.
         start, end = lo, hi
@@ -203,11 +214,46 @@ class EvidenceText:
             if token == number:
                 return True
             if _SIMPLE_RUN.fullmatch(token):
-                found: set[str] = set()
-                _expand(token, found)
-                return number in found
+                return number in _subtokens(token)
         local: set[str] = set()
         for match in _NUMBER.finditer(text, lo, min(len(text), hi + 4)):
             if match.start(1) < at + length and match.end(1) > at:
                 _expand(match.group(1), local)
         return number in local
+
+
+class EvidenceCache:
+    """Bounded LRU of EvidenceText by exact evidence text, so its answers outlive one guard check.
+
+    `grounds` is a pure function of the text, so sharing is exact. A repaired draft is checked again against
+    the same calls, mostly with the same numbers; kept answers make those a dict lookup. At most `size` texts
+    (each one projection, bounded in bytes, plus its answers) are kept. Made for one event loop, like the guard;
+    a kept EvidenceText only ever gains complete answers, so sharing it is safe anyway.
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        self.size = size
+        self._texts: OrderedDict[str, EvidenceText] = OrderedDict()
+
+    def get(self, text: str) -> EvidenceText:
+        """The EvidenceText of `text`, kept or new (the least recently used one is dropped beyond `size`)."""
+        found = self._texts.get(text)
+        if found is not None:
+            with contextlib.suppress(KeyError):  # tolerate a concurrent eviction; the answer is still right
+                self._texts.move_to_end(text)
+            return found
+        found = self._texts[text] = EvidenceText(text)
+        while len(self._texts) > self.size:
+            with contextlib.suppress(KeyError):
+                self._texts.popitem(last=False)
+        return found
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+    def clear(self) -> None:
+        """Forget every text (the benchmark measures the cold path with this)."""
+        self._texts.clear()
+
+
+EVIDENCE = EvidenceCache()

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -11,6 +13,7 @@ from core.contracts.draft import AnalysisKind, DiagnosisDraft
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
 from core.contracts.release import GuardResult
 from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
+from core.guard.inputs import PROJECTIONS, ProjectionCache, parse_projection, projection_key
 from core.guard.rules import RULE_CODES, RuleSet, load_rules
 from core.stores.canonical import InMemoryCanonicalStore
 from core.testing.release import CountingCanonicalStore, error_record, knowledge_record, logs_record, sql_record
@@ -328,3 +331,51 @@ async def test_violation_messages_never_carry_long_draft_text() -> None:
     result = await check(edited(_set("analysis.1.tool_call_ids", [marker])))
     assert codes(result) == {"INVOCATION_MISSING"}
     assert marker not in result.violations[0].message
+
+
+def test_projection_key_is_exact_and_refuses_anything_but_builtins() -> None:
+    """Values pydantic may judge differently never share a key; enums, UUIDs, datetimes get none (parsed afresh)."""
+    assert len({projection_key({"count": v}) for v in (1, 1.0, True, "1", [1], (1,), None)}) == 7
+    for odd in (ToolName.QUERY_LOGS, EvidenceStatus.EVIDENCE_FOUND, uuid.UUID(int=1), datetime(2026, 1, 1, tzinfo=UTC)):
+        assert projection_key({"tool_name": odd}) is None
+
+
+async def test_projection_cache_answers_like_a_fresh_parse_and_stays_bounded() -> None:
+    """Kept outcomes equal fresh pydantic parses (valid or not); a re-read record is a hit; at most `size` kept."""
+    cache = ProjectionCache(size=2)
+    valid = run_records()[0].projection
+    assert valid is not None
+    invalid = {**valid, "count": -1}
+    for projection in (valid, invalid, valid, invalid):
+        assert cache.parse(projection) == parse_projection(projection)
+    assert cache.parse(invalid)[0] is None
+    assert len(cache) == 2
+    store = InMemoryCanonicalStore()
+    await store.put(run_records()[0])
+    reads = [(await store.get_many(RUN, ["call_logs_found"]))["call_logs_found"] for _ in range(2)]
+    first, second = (r.projection for r in reads if r is not None)
+    assert first is not second
+    assert first is not None
+    assert second is not None
+    assert cache.parse(first) is cache.parse(second), "a record read again reuses the kept outcome"
+    odd = {**valid, "tool_name": ToolName.QUERY_LOGS}
+    assert cache.parse(odd) == parse_projection(odd)
+    assert len(cache) == 2, "a projection without a key is not kept"
+    cache.parse({**valid, "count": 99})
+    assert len(cache) == 2
+    cache.clear()
+    assert len(cache) == 0
+
+
+async def test_projection_codes_are_the_same_with_kept_outcomes() -> None:
+    """A call checked valid once and then changed is judged on its new projection; warm equals cold for every code."""
+    for code, label, mutate in _projection_variants():
+        records = run_records()
+        assert records[0].projection is not None
+        assert (await check(edited(_numberless_a1), records)).valid  # the unchanged projection is now kept
+        mutate(records[0].projection)
+        warm = await check(edited(_numberless_a1), records)
+        PROJECTIONS.clear()
+        cold = await check(edited(_numberless_a1), records)
+        assert codes(warm) == {code}, label
+        assert warm.model_dump() == cold.model_dump(), label

@@ -9,6 +9,7 @@ import pytest
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import GuardResult
 from core.guard.evidence_guard import EvidenceGuard
+from core.guard.numbers import EVIDENCE
 from core.guard.rules import load_rules
 from core.stores.canonical import InMemoryCanonicalStore
 from core.testing.release import logs_record, sql_record
@@ -122,3 +123,20 @@ async def test_each_ungrounded_number_is_reported_once_per_field() -> None:
         ("analysis[0].text", "3"),
         ("analysis[0].text", "4"),
     ]
+
+
+async def test_checks_with_kept_evidence_answers_equal_cold_checks() -> None:
+    """Evidence answers kept across checks (EVIDENCE) change nothing: warm and cold checks give the same result."""
+    grounded, invented = _with_a1("37 lines matched at 23:05."), _with_a1("38 lines matched at 23:07, 37 in total.")
+    EVIDENCE.clear()
+    cold_grounded = await _check(grounded)
+    assert len(EVIDENCE) > 0, "the cited calls' evidence is kept for the next check"
+    warm_invented = await _check(invented)  # same evidence texts, other numbers: searched, not assumed
+    warm_grounded = await _check(grounded)
+    EVIDENCE.clear()
+    cold_invented = await _check(invented)
+    assert cold_grounded.valid
+    assert warm_grounded.valid
+    assert _ungrounded(warm_invented) == _ungrounded(cold_invented) == [("analysis[0].text", "38"), ("analysis[0].text", "23:07")]
+    assert warm_invented.model_dump() == cold_invented.model_dump()
+    assert warm_grounded.model_dump() == cold_grounded.model_dump()
