@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import time
 from typing import Any
@@ -40,11 +41,23 @@ def _tool_line(detail: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def without_retries(client: AsyncWebClient) -> AsyncWebClient:
+    """The same client (token, base URL, connection pool) without retry handlers.
+
+    Progress edits are best-effort and superseded by the next one; retried after a 429's Retry-After (or a 5xx) they
+    would stay in flight for seconds, and close() must wait for an edit in flight before the final message may go.
+    """
+    edit_client = copy.copy(client)
+    edit_client.retry_handlers = []
+    return edit_client
+
+
 class SlackProgress:
     """ProgressSink for one turn: posts the placeholder, edits it at most every MIN_INTERVAL_S (last state wins)."""
 
     def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str, min_interval_s: float = MIN_INTERVAL_S) -> None:
         self._client = client
+        self._edit_client = without_retries(client)
         self._channel = channel
         self._thread_ts = thread_ts
         self._min_interval_s = min_interval_s
@@ -104,7 +117,7 @@ class SlackProgress:
                 return
             self._in_flight = True
             try:
-                await self._client.chat_update(channel=self._channel, ts=self.ts, text=text, blocks=blocks)
+                await self._edit_client.chat_update(channel=self._channel, ts=self.ts, text=text, blocks=blocks)
                 self.edits += 1
             except SlackApiError as exc:
                 log.warning("progress update failed: %s", exc.response.get("error"))
