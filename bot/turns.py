@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import deliver_final
 from bot.progress import MIN_INTERVAL_S, SlackProgress
-from bot.render.message import internal_error_message, render_outcome
+from bot.render.message import internal_error_message, render_outcome, shutdown_message
 from core.contracts.release import ReleaseOutcome
 from core.contracts.run import SessionKey, Turn
 from core.ports import ChatServicePort
@@ -21,6 +21,8 @@ from core.ports import ChatServicePort
 log = logging.getLogger(__name__)
 
 MAX_TURN_TEXT = 4000
+# How long a turn cancelled at shutdown may spend telling its thread.
+SHUTDOWN_NOTE_TIMEOUT_S = 5.0
 
 
 class TurnRunner:
@@ -77,7 +79,13 @@ class TurnRunner:
                 outcome = await self._chat.handle(turn, progress)
             except Exception:
                 log.exception("turn failed in channel %s", channel)
-        finally:  # also when the turn is cancelled (shutdown): no progress task may outlive its turn
+        except asyncio.CancelledError:  # shutdown after the grace period: say so in the thread, then stop
+            await progress.close()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                async with asyncio.timeout(SHUTDOWN_NOTE_TIMEOUT_S):
+                    await deliver_final(self._client, channel, thread_ts, progress.ts, shutdown_message(progress.run_id))
+            raise
+        finally:  # no progress task may outlive its turn
             await progress.close()
         msg = (internal_error_message(progress.run_id) if outcome is None
                else render_outcome(outcome, time.monotonic() - started))

@@ -77,3 +77,11 @@ def internal_error_message(run_id: str | None) -> SlackMessage:
     text = f"Something went wrong and this run stopped without a result{label}. Please try again."
     return SlackMessage(text=text, blocks=[section(text)], metadata=run_metadata(run_id or "", None, Outcome.FAILURE.value,
                                                                                  None))
+
+
+def shutdown_message(run_id: str | None) -> SlackMessage:
+    """The final message of a run cut short because diagbot was stopped or restarted."""
+    label = f" (run {escape(run_id)})" if run_id else ""
+    text = f"diagbot was restarted while this run was working, so it stopped without a result{label}. Please ask again."
+    return SlackMessage(text=text, blocks=[section(text)], metadata=run_metadata(run_id or "", None, Outcome.FAILURE.value,
+                                                                                 None))

@@ -138,3 +138,20 @@ async def test_cancelled_turn_stops_progress_edits(fake_slack: FakeSlack, client
     assert tasks == []
     await asyncio.sleep(0.2)
     assert len(fake_slack.calls_of("chat.update")) == before
+
+
+async def test_turn_cancelled_at_shutdown_replaces_placeholder_with_a_final_note(
+    fake_slack: FakeSlack, client: AsyncWebClient
+) -> None:
+    """Shutdown cancels a run still going after the grace period: the thread is told (with the run metadata) instead
+    of keeping "Looking into it…" forever."""
+    chat = FakeChat(delay_s=30)
+    runner = TurnRunner(chat, client, progress_interval_s=0.05)
+    runner.start(SessionKey(team="T1", channel="C1", thread_ts="3.0"), "why?", "U1", "3.0")
+    await asyncio.wait_for(chat.started.wait(), 5)
+    await asyncio.wait_for(runner.aclose(timeout_s=0.0), 10)
+    final = fake_slack.calls_of("chat.update")[-1].params
+    assert final["metadata"]["event_payload"] == {"run_id": "run_1", "intent": None, "outcome": "FAILURE",
+                                                  "fallback_type": None}
+    assert "restart" in final["text"]
+    assert fake_slack.messages[("C1", final["ts"])]["text"] == final["text"]
