@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 from aiohttp import web
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.errors import SlackApiError
 
 from bot.app import build_bot
 from core.ports import ChatServicePort, KeyValueStore
@@ -20,6 +21,9 @@ from core.settings import Settings
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
+# apps.connections.open errors that no retry will fix: fail at start-up with a clear message.
+FATAL_TOKEN_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
+                                "not_allowed_token_type", "missing_scope"})
 # A young generation this size is collected in well under a millisecond; the default (700) collects so often
 # under event bursts that collections pile into the ack path.
 GC_GEN0_THRESHOLD = 50_000
@@ -74,6 +78,50 @@ async def _build_services(settings: Settings) -> Any:
     return await services if inspect.isawaitable(services) else services
 
 
+async def _first_wss_url(handler: Any) -> None:
+    """Ask for the first WebSocket URL ourselves: the SDK's connect() retries every error forever, so a refused
+    app token would otherwise loop silently instead of failing at start-up."""
+    try:
+        handler.client.wss_uri = await handler.client.issue_new_wss_url()
+    except SlackApiError as exc:
+        code = str(exc.response.get("error") or "unknown_error")
+        if code in FATAL_TOKEN_ERRORS:
+            log.error("Slack refused SLACK_APP_TOKEN (%s): it must be an app-level xapp- token with connections:write",
+                      code)
+            raise
+        log.warning("apps.connections.open failed (%s); retrying", code)
+    except Exception as exc:  # network: the SDK's connect loop retries
+        log.warning("apps.connections.open failed (%s); retrying", type(exc).__name__)
+
+
+async def _run_socket_mode(app: AsyncApp, app_token: str, stop: asyncio.Event) -> None:
+    """Connect in Socket Mode and serve until `stop`; stop also ends a connect that is still retrying."""
+    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+
+    handler = AsyncSocketModeHandler(app, app_token)
+    connecting: asyncio.Future[Any] | None = None
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await _first_wss_url(handler)
+        connecting = asyncio.ensure_future(handler.connect_async())  # type: ignore[no-untyped-call]
+        await asyncio.wait({connecting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if connecting.done():
+            connecting.result()
+            log.info("diagbot connected in Socket Mode")
+            await stopping
+    finally:
+        for fut in (connecting, stopping):
+            if fut is not None and not fut.done():
+                fut.cancel()
+        await asyncio.wait([f for f in (connecting, stopping) if f is not None])
+        await handler.close_async()  # type: ignore[no-untyped-call]
+        # close() cancels the SDK's receive/monitor/process tasks without waiting; let them finish here.
+        sdk_tasks = [t for t in (handler.client.message_processor, handler.client.current_session_monitor,
+                                 handler.client.message_receiver) if t is not None]
+        if sdk_tasks:
+            await asyncio.wait(sdk_tasks, timeout=5)
+
+
 async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
                 services: ServingServices | None = None) -> None:
     """Run the Slack app until SIGINT/SIGTERM (or `stop`), then close everything it opened.
@@ -89,15 +137,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     stop = stop or _stop_event()
     try:
         if settings.slack_app_token is not None:
-            from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
-
-            handler = AsyncSocketModeHandler(bot.app, settings.slack_app_token.get_secret_value())
-            await handler.connect_async()  # type: ignore[no-untyped-call]
-            log.info("diagbot connected in Socket Mode")
-            try:
-                await stop.wait()
-            finally:
-                await handler.close_async()  # type: ignore[no-untyped-call]
+            await _run_socket_mode(bot.app, settings.slack_app_token.get_secret_value(), stop)
         else:
             runner = web.AppRunner(build_web_app(bot.app), access_log=None)
             await runner.setup()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
+from core.contracts.release import FallbackMessage, Outcome, ReleaseOutcome
 from tests.bot.conftest import Harness
 from tests.bot.slack_requests import mention, message
 
@@ -145,3 +147,34 @@ async def test_run_crash_replaces_placeholder_with_short_error(harness: Harness)
     final = harness.slack.calls_of("chat.update")[-1].params
     assert "stopped without a result" in final["text"]
     assert "secret internals" not in str(harness.slack.calls)
+
+
+async def test_user_text_echoed_back_cannot_ping_or_link(harness: Harness) -> None:
+    """A question with <!channel>, a user mention and a link, echoed back by the core (chat text, fallback reason), is
+    escaped in every message: the text summary, the blocks and the progress edits."""
+    nasty = "<!channel> <@U2> <https://evil.example|click> & why?"
+
+    def echo(run_id: str) -> ReleaseOutcome:
+        return ReleaseOutcome(run_id=run_id, intent="CHAT", outcome=Outcome.SUCCESS, chat_text=f"You asked: {nasty}")
+
+    harness.chat.make_outcome = echo
+    await harness.send.event(mention(f"<@UBOT> {nasty}", ts="950.0"))
+    await harness.settle()
+    assert harness.chat.turns[0].text == nasty
+    final = harness.slack.calls_of("chat.update")[-1].params
+    assert final["metadata"]["event_payload"]["intent"] == "CHAT"
+    sent = json.dumps([c.params for c in harness.slack.calls if c.method.startswith("chat.")])
+    for raw in ("<!channel>", "<@U2>", "<https://evil.example"):
+        assert raw not in sent
+    assert "&lt;!channel&gt; &lt;@U2&gt; &lt;https://evil.example|click&gt; &amp; why?" in final["text"]
+
+    def fallback(run_id: str) -> ReleaseOutcome:
+        return ReleaseOutcome(run_id=run_id, outcome=Outcome.FAILURE,
+                              fallback=FallbackMessage(stage=f"routing {nasty}", reason=nasty))
+
+    harness.chat.make_outcome = fallback
+    await harness.send.event(mention(f"<@UBOT> {nasty}", ts="951.0"))
+    await harness.settle()
+    sent = json.dumps([c.params for c in harness.slack.calls if c.method.startswith("chat.")])
+    assert "<!channel>" not in sent
+    assert "<@U2>" not in sent

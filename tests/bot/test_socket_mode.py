@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import SecretStr
+from slack_sdk.errors import SlackApiError
 
 from bot.serve import serve
 from core.ports import KeyValueStore
@@ -115,3 +116,29 @@ async def test_serve_builds_real_services_in_socket_mode(fake_slack: FakeSlack, 
         final = await fake_slack.wait_for_metadata(timeout_s=20)
         assert final["event_payload"]["outcome"] == "FAILURE"
         assert fake_slack.calls_of("chat.postMessage")[0].params["thread_ts"] == "60.0"
+
+
+async def test_refused_app_token_fails_serve_and_closes_the_socket_client(fake_slack: FakeSlack) -> None:
+    """apps.connections.open refused (a bad xapp- token): serve() raises the Slack error and leaves no Socket Mode
+    task or HTTP session behind."""
+    fake_slack.fail("apps.connections.open", "invalid_auth")
+    with pytest.raises(SlackApiError):
+        await asyncio.wait_for(serve(_settings(fake_slack), asyncio.Event(), services=_Services(FakeChat(), InMemoryKV())),
+                               20)
+    await asyncio.sleep(0)
+    leftovers = [t for t in asyncio.all_tasks() if "process_messages" in repr(t.get_coro())]
+    assert leftovers == []
+    gc.collect()  # an unclosed aiohttp session would warn here (an error under filterwarnings=error)
+
+
+async def test_stop_while_socket_mode_cannot_connect_returns_promptly(fake_slack: FakeSlack) -> None:
+    """Slack keeps failing apps.connections.open (the SDK retries forever): SIGTERM/stop still ends serve() at once."""
+    fake_slack.fail("apps.connections.open", "internal_error", times=100)
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve(_settings(fake_slack), stop, services=_Services(FakeChat(), InMemoryKV())))
+    await fake_slack.wait_for_call("apps.connections.open")
+    await asyncio.sleep(0.2)
+    stop.set()
+    await asyncio.wait_for(task, 5)
+    leftovers = [t for t in asyncio.all_tasks() if "process_messages" in repr(t.get_coro())]
+    assert leftovers == []
