@@ -21,6 +21,17 @@ log = logging.getLogger(__name__)
 
 _MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
 STOP_WORDS = frozenset({"stop", "cancel"})
+# Subtypes that are still a person writing a new message (a reply also sent to the channel, one with a file);
+# every other subtype is an edit, deletion, join, bot message or Slack's hidden bookkeeping (message_replied).
+HUMAN_SUBTYPES = frozenset({"thread_broadcast", "file_share"})
+
+
+def is_human_message(event: dict[str, Any]) -> bool:
+    """A new message written by a person (not a bot, not an edit/deletion/join)."""
+    if event.get("bot_id") or event.get("bot_profile"):
+        return False
+    subtype = event.get("subtype")
+    return not subtype or subtype in HUMAN_SUBTYPES
 
 
 def strip_mention(text: str, bot_user_id: str | None) -> str:
@@ -38,7 +49,7 @@ def is_stop(text: str) -> bool:
 
 def is_follow_up_candidate(event: dict[str, Any], bot_user_id: str | None) -> bool:
     """A human reply inside a thread, not an edit/join/bot message, and not a mention (app_mention takes those)."""
-    if event.get("subtype") or event.get("bot_id") or event.get("bot_profile"):
+    if not is_human_message(event):
         return False
     user = event.get("user")
     if not user or user == bot_user_id:
@@ -81,7 +92,7 @@ def register_events(app: AsyncApp, deps: BotDeps) -> None:
 
     @app.event("app_mention")
     async def on_mention(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
-        if event.get("bot_id") or event.get("subtype"):
+        if not is_human_message(event):
             return
         with deps.runner.busy():
             await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id))

@@ -70,7 +70,7 @@ async def test_ignores_own_and_bot_messages_edits_joins_and_top_level(harness: H
         message("", ts="400.5", thread_ts="400.0", subtype="message_deleted"),
         message("joined", ts="400.6", subtype="channel_join"),
         message("top-level chatter", ts="400.7"),
-        message("broadcast", ts="400.8", thread_ts="400.0", subtype="thread_broadcast"),
+        message("bot broadcast", ts="400.8", thread_ts="400.0", subtype="thread_broadcast", bot_id="B2"),
         message("", ts="400.9", subtype="message_replied", message={"thread_ts": "400.0"}),
     ]
     for ev in ignored:
@@ -178,3 +178,17 @@ async def test_user_text_echoed_back_cannot_ping_or_link(harness: Harness) -> No
     sent = json.dumps([c.params for c in harness.slack.calls if c.method.startswith("chat.")])
     assert "<!channel>" not in sent
     assert "<@U2>" not in sent
+
+
+async def test_human_reply_sent_to_channel_too_or_with_a_file_is_a_follow_up(harness: Harness) -> None:
+    """A reply with "Also send to channel" (thread_broadcast) or with an attachment (file_share) is still the user's
+    reply in the thread: it is a follow-up, not something to drop silently."""
+    await harness.send.event(mention(ts="460.0"))
+    await harness.settle()
+    await harness.send.event(message("and payment-service?", ts="460.1", thread_ts="460.0", subtype="thread_broadcast"))
+    await harness.settle()
+    await harness.send.event(message("here is the stack trace", ts="460.2", thread_ts="460.0", subtype="file_share",
+                                     files=[{"id": "F1"}]))
+    await harness.settle()
+    assert [t.text for t in harness.chat.turns[1:]] == ["and payment-service?", "here is the stack trace"]
+    assert all(t.session.thread_ts == "460.0" for t in harness.chat.turns)
