@@ -6,7 +6,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
-from bot.commands import trace_message
+from bot.commands import safe_trace_message
 from bot.deps import BotDeps
 from bot.render.footer import VIEW_TRACE_ACTION
 
@@ -19,5 +19,5 @@ def register_actions(app: AsyncApp, deps: BotDeps) -> None:
         await ack()
         team = (body.get("team") or {}).get("id", "")
         user = (body.get("user") or {}).get("id", "")
-        msg = await trace_message(deps, str(action.get("value") or ""), team, user)
+        msg = await safe_trace_message(deps, str(action.get("value") or ""), team, user)
         await respond(response_type="ephemeral", replace_original=False, **msg)

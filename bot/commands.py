@@ -17,6 +17,7 @@ from bot.render.timeline import timeline_blocks
 
 log = logging.getLogger(__name__)
 
+UNAVAILABLE = "Run details are unavailable right now; please try again in a minute."
 _RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 
@@ -38,6 +39,15 @@ async def trace_message(deps: BotDeps, run_id: str, team: str, user: str) -> dic
     events = await deps.chat.timeline(run_id)
     blocks = fit_blocks(timeline_blocks(run, events), run_id=None)
     return {"text": f"Trace of run {run_id}", "blocks": blocks}
+
+
+async def safe_trace_message(deps: BotDeps, run_id: str, team: str, user: str) -> dict[str, Any]:
+    """trace_message, or a short "try again" when the stores fail (never the error itself)."""
+    try:
+        return await trace_message(deps, run_id, team, user)
+    except Exception as exc:
+        log.warning("trace lookup failed: %s", type(exc).__name__)
+        return {"text": UNAVAILABLE}
 
 
 async def cancel_message(deps: BotDeps, run_id: str, team: str, user: str) -> str:
@@ -63,6 +73,11 @@ def register_commands(app: AsyncApp, deps: BotDeps) -> None:
         elif parsed[0] == "help":
             await respond(text="diagbot help", blocks=help_blocks(), response_type="ephemeral")
         elif parsed[0] == "trace" and parsed[1]:
-            await respond(response_type="ephemeral", **await trace_message(deps, parsed[1], team, user))
+            await respond(response_type="ephemeral", **await safe_trace_message(deps, parsed[1], team, user))
         elif parsed[1]:
-            await respond(text=await cancel_message(deps, parsed[1], team, user), response_type="ephemeral")
+            try:
+                text = await cancel_message(deps, parsed[1], team, user)
+            except Exception as exc:  # the store is down: answer briefly; details stay in the logs
+                log.warning("/diag cancel failed: %s", type(exc).__name__)
+                text = UNAVAILABLE
+            await respond(text=text, response_type="ephemeral")

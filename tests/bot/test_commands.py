@@ -97,3 +97,20 @@ async def test_view_trace_button_uses_the_same_authorisation(harness: Harness) -
         assert resp["replace_original"] is False
         assert ("RUN_STARTED" in str(resp.get("blocks"))) is allowed
         assert (resp["text"] == DENIAL) is not allowed
+
+
+async def test_store_failure_during_trace_answers_briefly_without_internals(harness: Harness) -> None:
+    """If looking the run up fails (store down), the user still gets a short ephemeral answer, never the error, and
+    the View trace button behaves the same."""
+
+    async def broken(run_id: str) -> None:
+        raise ConnectionError("redis://:hunter2@10.0.0.5:6379 refused")
+
+    harness.chat.get_run = broken  # type: ignore[method-assign]
+    for answer in (await _command(harness, "trace run_abc"), await _command(harness, "cancel run_abc")):
+        assert answer["response_type"] == "ephemeral"
+        assert "try again" in str(answer["text"])
+        assert "hunter2" not in str(answer)
+    await harness.send.button("run_abc", user="U1", response_url=harness.slack.response_url())
+    answer = await harness.slack.next_response()
+    assert "try again" in str(answer["text"])
