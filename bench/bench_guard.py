@@ -2,9 +2,9 @@
 
 Run: python bench/bench_guard.py   (needs Redis at 127.0.0.1:6379 or $TEST_REDIS_URL). Goal: guard.check <= 5x one MGET.
 
-The guard keeps bounded, exact caches across checks (projection parse outcomes, evidence search answers), so a
-re-check of the same calls (after repair, or this loop) is "warm"; "cold" clears them before each check, as for
-the first check of a draft whose calls the guard has never seen.
+The guard keeps bounded, exact caches across checks (projection parse outcomes, evidence search answers, per-item
+grounding answers), so a re-check of the same calls (after repair, or this loop) is "warm"; "cold" clears them
+before each check, as for the first check of a draft whose calls the guard has never seen.
 """
 
 from __future__ import annotations
@@ -19,9 +19,7 @@ import redis.asyncio as aioredis
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CanonicalRecord
-from core.guard.evidence_guard import EvidenceGuard
-from core.guard.inputs import PROJECTIONS
-from core.guard.numbers import EVIDENCE
+from core.guard.evidence_guard import EvidenceGuard, clear_caches
 from core.guard.rules import load_rules
 from core.stores.canonical import RedisCanonicalStore
 from core.testing.release import logs_record, sql_record
@@ -104,8 +102,7 @@ async def main() -> None:
             t2 = time.perf_counter()
             await guard.check(RUN, draft)
             t3 = time.perf_counter()
-            PROJECTIONS.clear()
-            EVIDENCE.clear()
+            clear_caches()
             t4 = time.perf_counter()
             await guard.check(RUN, draft)
             t5 = time.perf_counter()

@@ -5,9 +5,19 @@ from __future__ import annotations
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import GuardResult, Severity, VerifiedEvidenceSnapshot, Violation
 from core.guard.checks import CHECKS
-from core.guard.inputs import GuardInput, cited_ids
+from core.guard.grounding import ITEMS, SOURCES
+from core.guard.inputs import PROJECTIONS, GuardInput, cited_ids
+from core.guard.numbers import EVIDENCE
 from core.guard.rules import RuleSet
 from core.ports import CanonicalStore
+
+
+def clear_caches() -> None:
+    """Forget every answer the guard keeps across checks (all exact, so this changes timings, never results)."""
+    PROJECTIONS.clear()
+    EVIDENCE.clear()
+    SOURCES.clear()
+    ITEMS.clear()
 
 
 class GuardUnavailable(Exception):

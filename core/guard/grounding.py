@@ -2,10 +2,25 @@
 
 from __future__ import annotations
 
+import marshal
 from collections.abc import Iterator, Sequence
 
+from core.guard.cache import Lru
 from core.guard.inputs import Finding, GuardInput, dependent_items
 from core.guard.numbers import EVIDENCE, EvidenceText, canonical, evidence_text, numbers_in
+
+SourceKey = tuple[bytes, bytes | None]
+"""(projection_key, marshal bytes of the chosen arguments or None when arguments are not sources): exactly
+determines a call's evidence text, so it can stand for it without building it."""
+
+SOURCES: Lru[SourceKey, EvidenceText] = Lru(256)
+"""Source key -> the EvidenceText of its evidence text (as EVIDENCE would give), skipping the text's rebuild."""
+
+ITEMS: Lru[tuple[str, tuple[SourceKey, ...], frozenset[str], int], tuple[str, ...]] = Lru(256)
+"""(item text, source keys of its calls, ignore, min_digits) -> its ungrounded numbers, in report order.
+
+Both are exact (a re-checked item gets the answer a fresh search would give) and bounded: keys hold projection
+bytes, which the projection size limit bounds, so these keep a few MB at most."""
 
 
 def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
@@ -15,13 +30,37 @@ def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
     min_digits = params.min_digits
     argument_keys = params.argument_keys if params.allow_arguments else None
     sources: dict[str, EvidenceText] = {}
+    source_keys: dict[str, SourceKey | None] = {}
 
-    def source(cid: str) -> EvidenceText:
-        record = data.usable[cid]
-        found = sources[cid] = EVIDENCE.get(evidence_text(record.projection or {}, record.effective_arguments, argument_keys))
+    def source_key(cid: str) -> SourceKey | None:
+        if cid in source_keys:
+            return source_keys[cid]
+        found: SourceKey | None = None
+        projection = data.projection_keys.get(cid)
+        if projection is not None:
+            if argument_keys is None:
+                found = (projection, None)
+            else:
+                arguments = data.usable[cid].effective_arguments
+                try:
+                    found = (projection, marshal.dumps({k: arguments[k] for k in argument_keys if k in arguments}, 4))
+                except ValueError:  # not builtin values: no exact key
+                    found = None
+        source_keys[cid] = found
         return found
 
-    def ungrounded(path: str, text: str, cids: Sequence[str]) -> Iterator[Finding]:
+    def source(cid: str) -> EvidenceText:
+        key = source_key(cid)
+        found = SOURCES.get(key) if key is not None else None
+        if found is None:
+            record = data.usable[cid]
+            found = EVIDENCE.get(evidence_text(record.projection or {}, record.effective_arguments, argument_keys))
+            if key is not None:
+                SOURCES.put(key, found)
+        sources[cid] = found
+        return found
+
+    def search(text: str, cids: Sequence[str]) -> Iterator[str]:
         for number in dict.fromkeys(numbers_in(text)):  # distinct numbers, first occurrence order
             if number in ignore or (min_digits > 1 and sum(ch.isdigit() for ch in number) < min_digits):
                 continue
@@ -29,7 +68,19 @@ def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
                 if (sources.get(cid) or source(cid)).grounds(number):
                     break
             else:
-                yield Finding("NUMBER_NOT_IN_EVIDENCE", path, f"the number {number} does not appear in the tool results cited")
+                yield number
+
+    def ungrounded(path: str, text: str, cids: Sequence[str]) -> Iterator[Finding]:
+        keys = tuple(key for key in map(source_key, cids) if key is not None)
+        if len(keys) == len(cids):  # every source has an exact key: the answer is a pure function of this memo key
+            memo = (text, keys, ignore, min_digits)
+            numbers = ITEMS.get(memo)
+            if numbers is None:
+                numbers = ITEMS.put(memo, tuple(search(text, cids)))
+        else:
+            numbers = tuple(search(text, cids))
+        for number in numbers:
+            yield Finding("NUMBER_NOT_IN_EVIDENCE", path, f"the number {number} does not appear in the tool results cited")
 
     # An item is checked only when every call it rests on is usable; otherwise its citations are already rejected
     # by the (locked) ownership rule, and reporting its numbers too would only repeat that.

@@ -128,13 +128,16 @@ class ProjectionCache:
     parsed afresh. Outcomes are immutable (facts or a message), so sharing them across checks is safe.
     """
 
-    def __init__(self, size: int = 512) -> None:
+    def __init__(self, size: int = 256) -> None:
         self.size = size
         self._outcomes: OrderedDict[bytes, tuple[ProjectionFacts | None, str | None]] = OrderedDict()
 
     def parse(self, projection: Mapping[str, Any]) -> tuple[ProjectionFacts | None, str | None]:
         """Same answer as parse_projection(projection)."""
-        key = projection_key(projection)
+        return self.parse_keyed(projection, projection_key(projection))
+
+    def parse_keyed(self, projection: Mapping[str, Any], key: bytes | None) -> tuple[ProjectionFacts | None, str | None]:
+        """Same answer as parse_projection(projection), given key = projection_key(projection)."""
         if key is None:
             return parse_projection(projection)
         outcome = self._outcomes.get(key)
@@ -174,6 +177,8 @@ class GuardInput:
     parse_errors: dict[str, str] = field(default_factory=dict)
     first_path: dict[str, str] = field(default_factory=dict)
     """tool_call_id -> path of its first citation."""
+    projection_keys: dict[str, bytes] = field(default_factory=dict)
+    """tool_call_id -> projection_key of a usable record's projection (when it has one), for exact caches."""
 
     @classmethod
     def build(
@@ -189,7 +194,11 @@ class GuardInput:
             if record is None or referencable_problem(run_id, cid, record) is not None:
                 continue
             data.usable[cid] = record
-            parsed, error = PROJECTIONS.parse(record.projection or {})
+            projection = record.projection or {}
+            key = projection_key(projection)
+            if key is not None:
+                data.projection_keys[cid] = key
+            parsed, error = PROJECTIONS.parse_keyed(projection, key)
             if parsed is None:
                 data.parse_errors[cid] = error or "invalid"
             else:

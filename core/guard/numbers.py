@@ -182,6 +182,16 @@ class EvidenceText:
                     while before >= 0 and text[before] == "0":
                         before -= 1
                     if before < 0 or not text[before].isdigit():
+                        # Fast path (what _covers concludes first): the number itself, alone between characters
+                        # that cannot extend a run, in a context the number regex accepts.
+                        if (
+                            form == number
+                            and (at == 0 or text[at - 1] not in _RUN_CHARS)
+                            and (end == size or text[end] not in _RUN_CHARS)
+                            and _starts_number(text, at)
+                            and text[end : end + 2].lower() != "xx"
+                        ):
+                            return True
                         if self._covers(at, length, number):
                             return True
                         tries += 1

@@ -1,0 +1,42 @@
+"""A small bounded LRU map for the guard's exact caches (values must be pure functions of their keys)."""
+
+from __future__ import annotations
+
+import contextlib
+from collections import OrderedDict
+from typing import Generic, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class Lru(Generic[K, V]):
+    """At most `size` entries; the least recently used is dropped. Made for one event loop; a concurrent eviction
+    only costs a miss, never a wrong value."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._items: OrderedDict[K, V] = OrderedDict()
+
+    def get(self, key: K) -> V | None:
+        """The kept value, or None."""
+        found = self._items.get(key)
+        if found is not None:
+            with contextlib.suppress(KeyError):
+                self._items.move_to_end(key)
+        return found
+
+    def put(self, key: K, value: V) -> V:
+        """Keep a value (dropping the least recently used beyond `size`) and return it."""
+        self._items[key] = value
+        while len(self._items) > self.size:
+            with contextlib.suppress(KeyError):
+                self._items.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def clear(self) -> None:
+        """Forget everything."""
+        self._items.clear()
