@@ -38,6 +38,22 @@ _RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 
 
+def _trigger_pattern(words: list[str]) -> re.Pattern[str]:
+    """One case-sensitive alternation of every rule word (matched against lower-cased text), factored by first
+    character so the regex engine rejects most positions after one comparison."""
+    by_first: dict[str, list[str]] = {}
+    for word in sorted(set(words)):
+        by_first.setdefault(word[0], []).append(re.escape(word[1:]))
+    branches = [re.escape(first) + (f"(?:{'|'.join(rests)})" if len(rests) > 1 else rests[0])
+                for first, rests in by_first.items()]
+    return re.compile("|".join(branches))
+
+
+# Prefilter: a text in which no rule word occurs cannot contain a secret (every rule needs one of its words), so
+# the common case, an ordinary log line, costs one lower() and one regex search.
+_TRIGGER_RE = _trigger_pattern([word for _, words, _ in _RULES for word in words])
+
+
 @lru_cache(maxsize=256)
 def _pattern(names: tuple[str, ...]) -> re.Pattern[str]:
     """One alternation of the rules that can match this text (compiled once per combination)."""
@@ -77,14 +93,23 @@ def redact(text: str) -> str:
     if not text:
         return text
     lowered = text.lower()
+    if _TRIGGER_RE.search(lowered) is None:
+        return text
     names = tuple(name for name, words, _ in _RULES if any(word in lowered for word in words))
     if not names:
         return text
     return _pattern(names).sub(_replace, text)
 
 
+@lru_cache(maxsize=4096)
+def _secret_key(key: str) -> bool:
+    return _SECRET_KEY_RE.fullmatch(key) is not None
+
+
 def is_secret_key(key: str) -> bool:
-    """True when a mapping key names a secret (its value must never be shown)."""
+    """True when a mapping key names a secret (its value must never be shown); cached for short keys."""
+    if len(key) <= 64:
+        return _secret_key(key)
     return _SECRET_KEY_RE.fullmatch(key) is not None
 
 

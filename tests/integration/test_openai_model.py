@@ -239,3 +239,48 @@ async def test_remote_endpoints_are_refused_when_requests_are_refused(server: Fa
         await local.aclose()
     assert [is_loopback(u) for u in ("http://localhost:1/v1", "http://[::1]:2/v1", "https://api.openai.com/v1", None)] == [
         True, True, False, False]
+
+
+async def test_many_concurrent_requests_share_one_pooled_client(server: FakeOpenAIServer, model: OpenAIChatModel) -> None:
+    """300 requests in flight at once all succeed over the model's one client, well under 300 x the delay."""
+    server.push(*[{"content": "ok", "delay_s": 0.3}] * 300)
+    client = model._client
+    started = time.perf_counter()
+    replies = await asyncio.gather(*(model.complete(model="m", messages=MESSAGES) for _ in range(300)))
+    assert [r.content for r in replies] == ["ok"] * 300
+    assert time.perf_counter() - started < 10
+    assert model._client is client
+
+
+async def test_body_that_is_not_plain_json_is_still_sent(server: FakeOpenAIServer, model: OpenAIChatModel) -> None:
+    """A message with a non-string key cannot take the fast encoder; the SDK's encoder sends it as before."""
+    server.push({"content": "ok"})
+    reply = await model.complete(model="m", messages=[{"role": "user", "content": "hi", 1: "x"}])  # type: ignore[dict-item]
+    assert reply.content == "ok"
+    assert server.requests[0]["messages"][0]["1"] == "x"
+
+
+def test_parse_completion_reads_the_wire_format() -> None:
+    """Content, function calls (custom ones skipped, object arguments re-encoded), reasoning, usage; bad shapes fail."""
+    from core.llm.openai_model import parse_completion
+
+    reply = parse_completion({
+        "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+            "role": "assistant", "content": None, "reasoning": "thinking",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "query_logs", "arguments": {"query": "x"}}},
+                {"id": "c2", "type": "custom", "custom": {"name": "grep", "input": "x"}},
+                {"id": "", "type": "function", "function": {"name": "lookup_knowledge", "arguments": None}},
+            ]}}],
+        "usage": {"prompt_tokens": 3, "completion_tokens": 2, "total_tokens": 5},
+    })
+    assert [(c.id, c.name, c.arguments) for c in reply.tool_calls] == [
+        ("c1", "query_logs", '{"query":"x"}'), (None, "lookup_knowledge", "")]
+    assert (reply.content, reply.reasoning, reply.finish_reason) == (None, "thinking", "tool_calls")
+    assert reply.usage.total_tokens == 5
+    numeric_name = {"choices": [{"message": {"content": None, "tool_calls": [{"function": {"name": 5}}]}}]}
+    assert parse_completion(numeric_name).tool_calls[0].name == "5"
+    bad_finish = {"choices": [{"message": {"content": None}, "finish_reason": 5}]}
+    for bad in ({}, [], {"choices": []}, {"choices": [{"message": None}]}, bad_finish):
+        with pytest.raises(ModelUnavailable):
+            parse_completion(bad)

@@ -110,3 +110,21 @@ def test_already_redacted_values_stay_stable() -> None:
     """Redacting twice gives the same text (projections may be re-scrubbed downstream)."""
     once = redact("password=hunter2 and token=abc and mysql://u:p@h/db")
     assert redact(once) == once
+
+
+def test_prefilter_sees_every_rule_word_in_any_case() -> None:
+    """The one-search prefilter must fire for every word a rule needs, or texts holding that secret would pass."""
+    from core.redaction import _RULES, _TRIGGER_RE
+
+    for _, words, _ in _RULES:
+        for word in words:
+            for text in (word, word.upper(), f"xx {word.title()} yy"):
+                assert _TRIGGER_RE.search(text.lower()) is not None, text
+
+
+def test_long_and_short_keys_are_classified_alike() -> None:
+    """The cached path (short keys) and the uncached one (long keys) give the same answers."""
+    assert is_secret_key("db_password")
+    assert not is_secret_key("max_tokens")
+    assert is_secret_key("x" * 100 + "_token")
+    assert not is_secret_key("x" * 100 + "_tokens")

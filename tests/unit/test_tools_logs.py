@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,8 +19,9 @@ from core.tools.logs import LogsTool
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 
 
-def _line(ts: str, service: str, level: str, message: str, **extra: Any) -> str:
-    return json.dumps({"timestamp": ts, "service": service, "level": level, "message": message, **extra})
+def _line(ts: str, service: str, level: str, message: str, ensure: bool = False, **extra: Any) -> str:
+    return json.dumps({"timestamp": ts, "service": service, "level": level, "message": message, **extra},
+                      ensure_ascii=not ensure)
 
 
 def _write(path: Path, lines: list[str]) -> None:
@@ -160,3 +163,138 @@ async def test_start_after_the_clock_moves_end_past_start(tmp_path: Path) -> Non
 def test_parse_terms_splits_words_and_quoted_phrases() -> None:
     """Words become keywords, quoted text one phrase, all lowercased and de-duplicated."""
     assert parse_terms('Timeout "Connection is not" timeout  x') == ["timeout", "connection is not", "x"]
+
+
+# ---- in-memory index of unchanged small files -------------------------------------------------------------------
+
+QUERIES: list[dict[str, Any]] = [
+    {"service": "order-service", "query": "connection"},
+    {"service": "order-service", "query": "connection available", "level": "ERROR"},
+    {"service": "ORDER-service", "query": '"connection is not"', "limit": 2},
+    {"service": "order-service", "query": "key"},
+    {"service": "order-service", "query": "took>500ms"},
+    {"service": "123", "query": "boot"},
+    {"service": "café-svc", "query": "/api/ümlaut"},
+    {"service": "order-service", "query": "tie", "limit": 3},
+    {"service": "order-service", "query": "connection", "start": "2026-11-29T21:00:00Z", "end": "2026-11-29T23:05:00Z"},
+    {"service": "payment-service", "query": "nothing-here"},
+]
+
+
+@pytest.fixture
+def tricky_dir(logs_dir: Path) -> Path:
+    """The fixture plus lines where raw bytes and parsed text differ, CRLF endings, ties and odd field types."""
+    lines = [
+        # The keyword only as a \\u escape: the raw prefilter never sees it, so neither path may report it.
+        '{"timestamp": "2026-11-29T23:03:00Z", "service": "order-service", "level": "ERROR", '
+        '"message": "took\\u003e500ms connection"}',
+        _line("2026-11-29T23:04:00Z", "order-service", "ERROR", "took>500ms raw connection"),
+        # KELVIN SIGN lower-cases to an ASCII 'k': 'Key' in the parsed message, not in the raw bytes.
+        _line("2026-11-29T23:06:00Z", "order-service", "INFO", "\u212aey rotated", ensure=True),
+        _line("2026-11-29T23:07:00Z", "order-service", "INFO", "key rotated"),
+        json.dumps({"timestamp": "2026-11-29T23:08:00Z", "service": 123, "level": "INFO", "message": "boot ok"}),
+        json.dumps({"timestamp": "2026-11-29T23:09:00Z", "service": 1.23e2, "level": "INFO", "message": "boot float"}),
+        _line("2026-11-29T23:13:00Z", "order-service", "WARNING", "tie b connection"),
+        _line("2026-11-29T23:13:00Z", "order-service", "WARN", "tie a connection"),
+        _line("2026-11-29T23:13:00+00:30", "order-service", "warn", "tie early connection"),
+        _line("not a time", "order-service", "ERROR", "connection with a bad timestamp"),
+        json.dumps({"timestamp": "2026-11-29T23:14:00Z", "service": "order-service", "level": "INFO",
+                    "message": ["connection", "as a list"]}),
+        "",
+        "   ",
+    ]
+    root = logs_dir
+    (root / "c").mkdir()
+    (root / "c" / "tricky.jsonl").write_bytes("".join(line + "\r\n" for line in lines).encode())
+    _write(root / "c" / "ties.jsonl", [_line("2026-11-29T23:13:00Z", "order-service", "ERROR", "tie c connection")])
+    return root
+
+
+def _same(a: Any, b: Any) -> None:
+    assert a.items == b.items
+    assert a.total_count == b.total_count
+    keys = ("files_scanned", "bytes_scanned", "invalid_lines_skipped", "lines_missing_fields", "first_match", "last_match")
+    assert {k: a.notes.get(k) for k in keys} == {k: b.notes.get(k) for k in keys}
+
+
+async def test_indexed_answers_equal_streamed_answers(tricky_dir: Path) -> None:
+    """Once a file is indexed, every query returns exactly what the streaming scan returns (items, order, counters)."""
+    streaming = LogsTool(tricky_dir, lambda: NOW, index_max_file_bytes=0)
+    cached = LogsTool(tricky_dir, lambda: NOW)
+    for chunk in (7, 8 * 1024 * 1024):
+        small_chunks = LogsTool(tricky_dir, lambda: NOW, chunk_bytes=chunk, index_max_file_bytes=0)
+        for kwargs in QUERIES:
+            expected = await streaming.run(LogsArgs(**kwargs))
+            _same(await small_chunks.run(LogsArgs(**kwargs)), expected)
+            for _ in range(3):  # first sight streams, the second builds the index, the third uses it
+                _same(await cached.run(LogsArgs(**kwargs)), expected)
+    assert len(cached._index) == 4
+    assert len(streaming._index) == 0
+
+
+async def test_escaped_keyword_and_kelvin_sign_behave_like_the_stream(tricky_dir: Path) -> None:
+    """The concrete answers the equivalence rests on: raw-invisible terms are not reported by either path."""
+    tool = LogsTool(tricky_dir, lambda: NOW)
+    for _ in range(3):
+        took = await tool.run(LogsArgs(service="order-service", query="took>500ms"))
+        assert [i["message"] for i in took.items] == ["took>500ms raw connection"]
+        key = await tool.run(LogsArgs(service="order-service", query="key"))
+        assert [i["message"] for i in key.items] == ["key rotated"]
+        ties = await tool.run(LogsArgs(service="order-service", query="tie", limit=3))
+        assert [i["message"] for i in ties.items] == ["tie early connection", "tie c connection", "tie b connection"]
+        assert ties.total_count == 4
+
+
+async def test_index_follows_file_changes(tmp_path: Path) -> None:
+    """Appending, rewriting (same size, new mtime) and deleting files are seen by the very next query."""
+    path = tmp_path / "x.jsonl"
+    _write(path, [_line("2026-11-29T23:00:00Z", "svc", "ERROR", "boom one")])
+    tool = LogsTool(tmp_path, lambda: NOW)
+    for _ in range(3):
+        assert (await tool.run(LogsArgs(service="svc", query="boom"))).total_count == 1
+    assert len(tool._index) == 1
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write(_line("2026-11-29T23:01:00Z", "svc", "ERROR", "boom two") + "\n")
+    result = await tool.run(LogsArgs(service="svc", query="boom"))
+    assert [i["message"] for i in result.items] == ["boom one", "boom two"]
+    assert len(tool._index) == 0  # the stale index is dropped at once, rebuilt on the next unchanged sight
+    stat = path.stat()
+    path.write_text(path.read_text().replace("boom one", "bang one"))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
+    for _ in range(3):
+        result = await tool.run(LogsArgs(service="svc", query="boom"))
+        assert [i["message"] for i in result.items] == ["boom two"]
+    assert len(tool._index) == 1
+    path.unlink()
+    _write(tmp_path / "y.jsonl", [_line("2026-11-29T23:02:00Z", "svc", "ERROR", "boom three")])
+    result = await tool.run(LogsArgs(service="svc", query="boom"))
+    assert [i["message"] for i in result.items] == ["boom three"]
+    assert len(tool._index) == 0
+    assert tool._index.used_bytes == 0
+
+
+async def test_index_memory_is_bounded(tmp_path: Path) -> None:
+    """Files above the per-file cap, or beyond the total budget, are streamed and never kept."""
+    for name in ("a", "b", "c"):
+        _write(tmp_path / f"{name}.jsonl", [_line("2026-11-29T23:00:00Z", "svc", "ERROR", f"boom {name} " + "x" * 200)] * 20)
+    size = (tmp_path / "a.jsonl").stat().st_size
+    too_big = LogsTool(tmp_path, lambda: NOW, index_max_file_bytes=size - 1)
+    budget = LogsTool(tmp_path, lambda: NOW, index_max_bytes=2 * size + 20 * 600)
+    for _ in range(3):
+        assert (await too_big.run(LogsArgs(service="svc", query="boom"))).total_count == 60
+        assert (await budget.run(LogsArgs(service="svc", query="boom"))).total_count == 60
+    assert len(too_big._index) == 0
+    assert len(budget._index) < 3
+    assert budget._index.used_bytes <= 2 * size + 20 * 600
+
+
+async def test_concurrent_queries_share_one_index(tricky_dir: Path) -> None:
+    """Queries running at once in worker threads agree with the stream and leave one index per file."""
+    expected = await LogsTool(tricky_dir, lambda: NOW, index_max_file_bytes=0).run(LogsArgs(service="order-service",
+                                                                                             query="connection"))
+    tool = LogsTool(tricky_dir, lambda: NOW)
+    await tool.run(LogsArgs(service="order-service", query="connection"))
+    results = await asyncio.gather(*(tool.run(LogsArgs(service="order-service", query="connection")) for _ in range(20)))
+    for result in results:
+        _same(result, expected)
+    assert len(tool._index) == 4
