@@ -24,11 +24,16 @@ class CanonicalStore(Protocol):
         """Create or replace a record (with the store's TTL)."""
         ...
 
-    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, CanonicalRecord | None]:
-        """Read several records of one run in one round trip; missing ones map to None."""
+    async def get_many(
+        self, run_id: str, tool_call_ids: Sequence[str], *, with_raw: bool = False
+    ) -> dict[str, CanonicalRecord | None]:
+        """Read several records of one run in one round trip; missing ones map to None.
+
+        The raw backend result is stored apart and read only with_raw, so the guard's read costs the same
+        whatever the size of what the backends returned."""
         ...
 
-    async def list_run(self, run_id: str) -> list[CanonicalRecord]:
+    async def list_run(self, run_id: str, *, with_raw: bool = False) -> list[CanonicalRecord]:
         """All records of a run, in call order."""
         ...
 

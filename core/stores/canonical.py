@@ -11,7 +11,7 @@ import redis.asyncio as aioredis
 from pydantic import ValidationError
 from redis.exceptions import RedisError
 
-from core.contracts.evidence import CanonicalRecord
+from core.contracts.evidence import CanonicalRecord, RawResult
 from core.errors import StoreUnavailable
 
 logger = logging.getLogger(__name__)
@@ -20,12 +20,21 @@ DEFAULT_TTL_S = 6 * 3600
 T = TypeVar("T")
 
 
-def _parse(raw: bytes | str | None, where: str) -> CanonicalRecord | None:
-    """Decode one stored record; a corrupt one counts as missing (logged, never raised)."""
-    if raw is None:
+def _split(record: CanonicalRecord) -> tuple[str, str | None]:
+    """The record without its raw result, and the raw result: stored apart so reads that don't need it stay small."""
+    raw = record.raw_result.model_dump_json() if record.raw_result is not None else None
+    return record.model_dump_json(exclude={"raw_result"}), raw
+
+
+def _parse(data: bytes | str | None, where: str, raw: bytes | str | None = None) -> CanonicalRecord | None:
+    """Decode one stored record (and its raw result when given); a corrupt one counts as missing (logged, never raised)."""
+    if data is None:
         return None
     try:
-        return CanonicalRecord.model_validate_json(raw)
+        record = CanonicalRecord.model_validate_json(data)
+        if raw is not None:
+            record.raw_result = RawResult.model_validate_json(raw)
+        return record
     except ValidationError as exc:
         logger.warning("canonical record %s is unreadable (%d errors); treated as missing", where, exc.error_count())
         return None
@@ -37,19 +46,19 @@ class InMemoryCanonicalStore:
     def __init__(self, ttl_s: float = DEFAULT_TTL_S, clock: Callable[[], float] = time.monotonic) -> None:
         self._ttl_s = ttl_s
         self._clock = clock
-        self._records: dict[tuple[str, str], tuple[float, str]] = {}
+        self._records: dict[tuple[str, str], tuple[float, str, str | None]] = {}
         self._reserved: dict[str, set[str]] = {}
         self._order: dict[str, list[str]] = {}
 
-    def _live(self, run_id: str, tool_call_id: str) -> str | None:
+    def _live(self, run_id: str, tool_call_id: str) -> tuple[str, str | None] | None:
         entry = self._records.get((run_id, tool_call_id))
         if entry is None:
             return None
-        expires_at, data = entry
+        expires_at, data, raw = entry
         if expires_at <= self._clock():
             del self._records[(run_id, tool_call_id)]
             return None
-        return data
+        return data, raw
 
     async def reserve(self, run_id: str, tool_call_id: str) -> bool:
         """Claim an id for a run; False if already used in that run."""
@@ -66,15 +75,21 @@ class InMemoryCanonicalStore:
         if record.tool_call_id not in order:
             order.append(record.tool_call_id)
         self._reserved.setdefault(record.run_id, set()).add(record.tool_call_id)
-        self._records[key] = (self._clock() + self._ttl_s, record.model_dump_json())
+        self._records[key] = (self._clock() + self._ttl_s, *_split(record))
 
-    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, CanonicalRecord | None]:
-        """Read several records of one run; missing ones map to None."""
-        return {i: _parse(self._live(run_id, i), f"{run_id}/{i}") for i in tool_call_ids}
+    async def get_many(
+        self, run_id: str, tool_call_ids: Sequence[str], *, with_raw: bool = False
+    ) -> dict[str, CanonicalRecord | None]:
+        """Read several records of one run (raw results only with_raw); missing ones map to None."""
+        found: dict[str, CanonicalRecord | None] = {}
+        for i in tool_call_ids:
+            live = self._live(run_id, i)
+            found[i] = None if live is None else _parse(live[0], f"{run_id}/{i}", live[1] if with_raw else None)
+        return found
 
-    async def list_run(self, run_id: str) -> list[CanonicalRecord]:
+    async def list_run(self, run_id: str, *, with_raw: bool = False) -> list[CanonicalRecord]:
         """All live records of a run, in call order."""
-        found = await self.get_many(run_id, list(self._order.get(run_id, [])))
+        found = await self.get_many(run_id, list(self._order.get(run_id, [])), with_raw=with_raw)
         return [record for record in found.values() if record is not None]
 
 
@@ -89,6 +104,10 @@ class RedisCanonicalStore:
     def record_key(self, run_id: str, tool_call_id: str) -> str:
         """Redis key of one record."""
         return f"{self._prefix}inv:{run_id}:{tool_call_id}"
+
+    def raw_key(self, run_id: str, tool_call_id: str) -> str:
+        """Redis key of one record's raw backend result."""
+        return f"{self._prefix}raw:{run_id}:{tool_call_id}"
 
     def _ids_key(self, run_id: str) -> str:
         return f"{self._prefix}run:{run_id}:ids"
@@ -117,11 +136,13 @@ class RedisCanonicalStore:
     async def put(self, record: CanonicalRecord) -> None:
         """Write the record with the TTL and index it in call order, in one transaction."""
         run_id, call_id = record.run_id, record.tool_call_id
-        data = record.model_dump_json()
+        data, raw = _split(record)
 
         async def op() -> list[Any]:
             async with self._client.pipeline(transaction=True) as pipe:
                 pipe.set(self.record_key(run_id, call_id), data, ex=self._ttl_s)
+                if raw is not None:
+                    pipe.set(self.raw_key(run_id, call_id), raw, ex=self._ttl_s)
                 pipe.sadd(self._ids_key(run_id), call_id)
                 pipe.expire(self._ids_key(run_id), self._ttl_s)
                 # NX keeps the first score, so PENDING -> READY does not move a call in the order.
@@ -131,18 +152,24 @@ class RedisCanonicalStore:
 
         await self._call(op)
 
-    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, CanonicalRecord | None]:
-        """Read several records of one run with a single MGET; missing or corrupt ones map to None."""
+    async def get_many(
+        self, run_id: str, tool_call_ids: Sequence[str], *, with_raw: bool = False
+    ) -> dict[str, CanonicalRecord | None]:
+        """Read several records of one run with a single MGET (raw results only with_raw, in the same MGET);
+        missing or corrupt ones map to None."""
         ids = list(dict.fromkeys(tool_call_ids))
         if not ids:
             return {}
         keys = [self.record_key(run_id, i) for i in ids]
+        if with_raw:
+            keys += [self.raw_key(run_id, i) for i in ids]
         values: list[Any] = await self._call(lambda: self._client.mget(keys))
-        return {i: _parse(v, f"{run_id}/{i}") for i, v in zip(ids, values, strict=True)}
+        raws = values[len(ids):] if with_raw else [None] * len(ids)
+        return {i: _parse(v, f"{run_id}/{i}", r) for i, v, r in zip(ids, values[: len(ids)], raws, strict=True)}
 
-    async def list_run(self, run_id: str) -> list[CanonicalRecord]:
+    async def list_run(self, run_id: str, *, with_raw: bool = False) -> list[CanonicalRecord]:
         """All live records of a run, in call order (index read, then one MGET)."""
         members: list[Any] = await self._call(lambda: self._client.zrange(self._order_key(run_id), 0, -1))
         ids = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
-        found = await self.get_many(run_id, ids)
+        found = await self.get_many(run_id, ids, with_raw=with_raw)
         return [record for record in found.values() if record is not None]

@@ -104,17 +104,19 @@ class CountingCanonicalStore:
         self._check()
         await self.inner.put(record)
 
-    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, CanonicalRecord | None]:
+    async def get_many(
+        self, run_id: str, tool_call_ids: Sequence[str], *, with_raw: bool = False
+    ) -> dict[str, CanonicalRecord | None]:
         """Count, then delegate (or fail when down)."""
         self.get_many_calls.append(list(tool_call_ids))
         self._check()
-        return await self.inner.get_many(run_id, tool_call_ids)
+        return await self.inner.get_many(run_id, tool_call_ids, with_raw=with_raw)
 
-    async def list_run(self, run_id: str) -> list[CanonicalRecord]:
+    async def list_run(self, run_id: str, *, with_raw: bool = False) -> list[CanonicalRecord]:
         """Count, then delegate (or fail when down)."""
         self.list_run_calls += 1
         self._check()
-        return await self.inner.list_run(run_id)
+        return await self.inner.list_run(run_id, with_raw=with_raw)
 
 
 # ---- record builders -------------------------------------------------------------------------

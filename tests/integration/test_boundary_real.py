@@ -65,7 +65,7 @@ async def test_call_is_recorded_in_redis_sqlite_and_timeline(
     assert "pw1@" not in json.dumps(projection)
     assert projection_size(projection) <= 8192
 
-    (record,) = await canonical.list_run("run-1")
+    (record,) = await canonical.list_run("run-1", with_raw=True)
     assert record.state == InvocationState.READY
     assert record.projection == projection
     assert record.raw_result is not None

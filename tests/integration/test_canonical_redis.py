@@ -56,17 +56,21 @@ def _record(call_id: str, offset_s: float = 0, state: InvocationState = Invocati
 
 
 async def test_put_writes_json_with_ttl_and_round_trips(redis_client: aioredis.Redis, key_prefix: str) -> None:
-    """A record is stored under {prefix}inv:{run}:{id} as JSON with the TTL, and read back equal."""
+    """A record is stored under {prefix}inv:{run}:{id} as JSON and its raw result under {prefix}raw:{run}:{id},
+    both with the TTL; read back with_raw it is equal to what was written."""
     store = RedisCanonicalStore(redis_client, prefix=key_prefix, ttl_s=600)
     record = _record("call_a", state=InvocationState.READY)
     await store.put(record)
-    key = f"{key_prefix}inv:run-1:call_a"
-    stored = await redis_client.get(key)
+    key, raw_key = f"{key_prefix}inv:run-1:call_a", f"{key_prefix}raw:run-1:call_a"
+    stored, stored_raw = await redis_client.get(key), await redis_client.get(raw_key)
     assert stored is not None
-    assert CanonicalRecord.model_validate_json(stored) == record
+    assert stored_raw is not None
+    assert CanonicalRecord.model_validate_json(stored) == record.model_copy(update={"raw_result": None})
+    assert RawResult.model_validate_json(stored_raw) == record.raw_result
     assert 590 <= await redis_client.ttl(key) <= 600
+    assert 590 <= await redis_client.ttl(raw_key) <= 600
     assert 590 <= await redis_client.ttl(f"{key_prefix}run:run-1:order") <= 600
-    assert (await store.get_many("run-1", ["call_a"]))["call_a"] == record
+    assert (await store.get_many("run-1", ["call_a"], with_raw=True))["call_a"] == record
 
 
 async def test_reserve_is_atomic_under_concurrency(redis_client: aioredis.Redis, key_prefix: str) -> None:
@@ -94,6 +98,24 @@ async def test_get_many_is_one_mget(counting_client: CountingRedis, key_prefix: 
     got = await store.get_many("run-1", [f"c{i}" for i in range(10)] + ["c0"])
     assert counting_client.commands == ["MGET"]
     assert [k for k, v in got.items() if v is None] == ["c8", "c9"]
+
+
+async def test_reads_without_raw_leave_the_raw_result_out_and_stay_one_mget(
+    counting_client: CountingRedis, key_prefix: str
+) -> None:
+    """The guard's read skips a 1 MB raw result (one MGET of record keys only); with_raw reads both in one MGET."""
+    store = RedisCanonicalStore(counting_client, prefix=key_prefix)
+    big = _record("big", state=InvocationState.READY).model_copy(
+        update={"raw_result": RawResult(items=[{"message": "x" * 1_000_000}], total_count=1)})
+    await store.put(big)
+    counting_client.commands.clear()
+    lean = (await store.get_many("run-1", ["big"]))["big"]
+    full = (await store.get_many("run-1", ["big"], with_raw=True))["big"]
+    assert counting_client.commands == ["MGET", "MGET"]
+    assert lean is not None
+    assert lean.raw_result is None
+    assert full == big
+    assert [r.raw_result for r in await store.list_run("run-1", with_raw=True)] == [big.raw_result]
 
 
 async def test_get_many_of_nothing_sends_nothing(counting_client: CountingRedis, key_prefix: str) -> None:

@@ -82,7 +82,7 @@ class Harness:
         return await self.boundary.invoke(ctx or self.ctx, call_id, name, args)
 
     async def record(self, call_id: str, run_id: str = "run-1") -> CanonicalRecord | None:
-        return (await self.canonical.get_many(run_id, [call_id]))[call_id]
+        return (await self.canonical.get_many(run_id, [call_id], with_raw=True))[call_id]
 
 
 async def test_found_call_returns_projection_and_records_everything() -> None:

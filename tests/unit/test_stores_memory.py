@@ -143,3 +143,18 @@ async def test_in_memory_runs_has_session_once_any_run_exists() -> None:
     await runs.create(record)
     assert await runs.has_session("T:C:1")
     assert not await runs.has_session("T:C:2")
+
+
+async def test_in_memory_canonical_reads_raw_results_only_when_asked() -> None:
+    """Like Redis: get_many leaves the raw result out unless with_raw, and then returns the record whole."""
+    from core.contracts.evidence import EvidenceStatus, RawResult
+
+    store = InMemoryCanonicalStore()
+    record = CanonicalRecord(run_id="r", tool_call_id="c", tool_name=ToolName.QUERY_LOGS, arguments={},
+                             state=InvocationState.READY, evidence_status=EvidenceStatus.NO_EVIDENCE,
+                             raw_result=RawResult(total_count=0), started_at=T0)
+    await store.put(record)
+    lean = (await store.get_many("r", ["c"]))["c"]
+    assert lean is not None
+    assert lean.raw_result is None
+    assert (await store.get_many("r", ["c"], with_raw=True))["c"] == record
