@@ -24,10 +24,11 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 def parse(text: str) -> tuple[str, str | None] | None:
     """('trace'|'cancel', run_id) or ('help', None); None for bad usage."""
     words = text.split()
-    if not words or words == ["help"]:
+    verb = words[0].lower() if words else "help"
+    if verb == "help" and len(words) <= 1:
         return ("help", None)
-    if len(words) == 2 and words[0] in {"trace", "cancel"} and _RUN_ID.match(words[1]):
-        return (words[0], words[1])
+    if len(words) == 2 and verb in {"trace", "cancel"} and _RUN_ID.match(words[1]):
+        return (verb, words[1])
     return None
 
 

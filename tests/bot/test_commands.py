@@ -58,12 +58,14 @@ async def test_channel_the_bot_cannot_read_denies(harness: Harness) -> None:
 
 
 async def test_bad_usage_and_help(harness: Harness) -> None:
-    """Unknown subcommands get a one-line usage; empty text and 'help' get the help."""
+    """Unknown subcommands get a one-line usage; empty text and 'help' (any case) get the help."""
     assert str((await _command(harness, "frobnicate"))["text"]).startswith("Usage:")
     assert str((await _command(harness, "trace"))["text"]).startswith("Usage:")
     assert str((await _command(harness, "trace a b"))["text"]).startswith("Usage:")
     assert "/diag trace" in str((await _command(harness, "help"))["blocks"])
     assert "/diag trace" in str((await _command(harness, ""))["blocks"])
+    assert "/diag trace" in str((await _command(harness, "Help"))["blocks"])
+    assert str((await _command(harness, "help me"))["text"]).startswith("Usage:")
 
 
 async def test_diag_cancel_cancels_a_running_run(harness: Harness) -> None:
