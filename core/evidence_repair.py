@@ -99,6 +99,8 @@ class LlmEvidenceRepairer:
         draft: DiagnosisDraft,
         violations: Sequence[Violation],
         referencable: Sequence[CallSummary],
+        *,
+        run_id: str | None = None,
     ) -> DiagnosisDraft | None:
         """At most one repair (plus one corrective turn on a wire-format mistake); None when nothing usable came back."""
         body = {
@@ -116,8 +118,9 @@ class LlmEvidenceRepairer:
             except ModelUnavailable:
                 log.warning("evidence repair: model unavailable")
                 return None
-            if self.audit is not None and self.run_id is not None:
-                await self.audit.record_reasoning(self.run_id, "evidence_repair", attempt, reply.reasoning)
+            audit_run = run_id or self.run_id
+            if self.audit is not None and audit_run is not None:
+                await self.audit.record_reasoning(audit_run, "evidence_repair", attempt, reply.reasoning)
             repaired, correction = self._read(reply, messages)
             if repaired is not None:
                 problems = added_facts(draft, repaired, (c.tool_call_id for c in referencable))

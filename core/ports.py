@@ -110,8 +110,10 @@ class EvidenceRepairer(Protocol):
         draft: DiagnosisDraft,
         violations: Sequence[Violation],
         referencable: Sequence[CallSummary],
+        *,
+        run_id: str | None = None,
     ) -> DiagnosisDraft | None:
-        """At most one repair attempt; None when the repair produced nothing usable."""
+        """At most one repair attempt; None when the repair produced nothing usable. run_id: for the reasoning audit."""
         ...
 
 

@@ -150,7 +150,9 @@ class DiagnosisRelease:
         repaired: DiagnosisDraft | None = None
         error: str | None = None
         try:
-            repaired = await self._repairer.repair(ctx.query, draft, violations, call_summaries(records, ctx.run_id))
+            repaired = await self._repairer.repair(
+                ctx.query, draft, violations, call_summaries(records, ctx.run_id), run_id=ctx.run_id
+            )
         except Exception as exc:
             error = type(exc).__name__
             logger.warning("run %s: evidence repair failed (%s); treated as no repair", ctx.run_id, error)

@@ -46,6 +46,8 @@ class ScriptedRepairer:
         draft: DiagnosisDraft,
         violations: Sequence[Violation],
         referencable: Sequence[CallSummary],
+        *,
+        run_id: str | None = None,
     ) -> DiagnosisDraft | None:
         """Record the inputs, then answer as scripted."""
         self.calls.append(RepairCall(query, draft, list(violations), list(referencable)))

@@ -20,6 +20,7 @@ from core.demo import DEMO_CLOCK, recorded_reply
 from core.settings import Settings
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.kv import RedisKV
+from core.stores.sql.audit import SqlAuditStore
 from core.testing.openai_server import Entry, FakeOpenAIServer
 
 QUESTION = "why is order-service failing since 23:00?"
@@ -477,3 +478,20 @@ async def test_redis_down_ends_the_turn_in_a_clear_outcome_quickly(server: FakeO
         assert loop.time() - started < 10
     finally:
         await made.services.aclose()
+
+
+async def test_every_model_stage_records_its_reasoning_only_in_the_audit(rig: Rig) -> None:
+    """Agent, repair and semantic guard each leave a reasoning-audit row ('unavailable' when the provider sent none)."""
+    fake = draft(analysis("a1", "order-service logged HikariPool connection errors.", "call_made_up"))
+    fixed = draft(analysis("a1", "order-service logged HikariPool connection errors.", "{{call:1}}"))
+    rig.server.push(route("DIAGNOSIS"), calls(("query_logs", HIKARI), reasoning="thinking about pools"), submit(fake),
+                    submit(fixed), verdict("SUPPORTED"))
+    outcome = await rig.ask()
+    assert outcome.outcome is Outcome.SUCCESS, outcome
+    audit = rig.services.audit
+    assert isinstance(audit, SqlAuditStore)
+    rows = await audit.reasoning(outcome.run_id)
+    stages = {stage for stage, _, _ in rows}
+    assert {"agent", "evidence_repair", "semantic_guard"} <= stages
+    assert ("agent", 1, "thinking about pools") in rows
+    assert all(content == "unavailable" for stage, _, content in rows if stage != "agent")
