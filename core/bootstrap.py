@@ -101,7 +101,7 @@ class Services:
             raise ModelNotConfigured(MODEL_HINT)
 
     async def aclose(self) -> None:
-        """Close the model client, Redis and the database engine (each once)."""
+        """Close the tools built here, the model client, Redis and the database engine (each once)."""
         closers, self._closers = self._closers, []
         for close in reversed(closers):
             try:
@@ -191,10 +191,11 @@ async def build_services(
     prompts = PromptLibrary(settings.diag_prompts_dir)
     rules = load_rules(settings.diag_rules_file)
     budgets = budgets or settings.budgets
-    boundary = ToolBoundary(
-        tools if tools is not None else build_tools(settings), canonical, audit,
-        projection_max_bytes=settings.diag_projection_max_bytes,
-    )
+    if tools is None:
+        tools = build_tools(settings)
+        # Tools built here are closed here (Loki's HTTP session, the SQL engine); injected tools stay the caller's.
+        closers.extend(close for tool in tools.values() if callable(close := getattr(tool, "aclose", None)))
+    boundary = ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes)
     guard = EvidenceGuard(canonical, rules)
     repairer = LlmEvidenceRepairer(model, agent_model, prompts, audit)
     judge = LlmSemanticJudge(model, guard_model, prompts, audit, input_cap_bytes=settings.diag_semantic_input_cap_bytes)

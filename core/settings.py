@@ -38,6 +38,13 @@ class Settings(BaseSettings):
     diag_knowledge_path: Path = DEMO_DATA / "knowledge"
     diag_sql_url: str = f"sqlite:///{DEMO_DATA / 'shop.db'}"
     diag_clock: datetime | None = None
+    # Production log backend: when DIAG_LOKI_URL is set, query_logs runs LogQL against Grafana Loki.
+    diag_loki_url: str | None = None
+    diag_loki_service_label: str = "service"
+    diag_loki_level_label: str = "level"
+    diag_loki_tenant: str | None = None
+    diag_loki_token: SecretStr | None = None
+    diag_loki_timeout_s: float = 10.0
 
     port: int = 3000
 

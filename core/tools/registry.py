@@ -10,6 +10,7 @@ from core.ports import Tool
 from core.settings import Settings
 from core.tools.knowledge import KnowledgeTool
 from core.tools.logs import LogsTool
+from core.tools.loki import LokiLogsTool
 from core.tools.sql import SqlTool
 
 
@@ -22,12 +23,27 @@ def clock_from(settings: Settings) -> Callable[[], datetime]:
     return lambda: fixed
 
 
+def logs_tool(settings: Settings, clock: Callable[[], datetime]) -> Tool:
+    """query_logs: Grafana Loki when DIAG_LOKI_URL is set, else the JSON-lines folder DIAG_LOGS_PATH."""
+    if settings.diag_loki_url:
+        return LokiLogsTool(
+            settings.diag_loki_url,
+            clock,
+            service_label=settings.diag_loki_service_label,
+            level_label=settings.diag_loki_level_label,
+            tenant=settings.diag_loki_tenant,
+            token=settings.diag_loki_token,
+            timeout_s=settings.diag_loki_timeout_s,
+        )
+    return LogsTool(settings.diag_logs_path, clock)
+
+
 def build_tools(settings: Settings) -> dict[ToolName, Tool]:
-    """The tool backends configured by DIAG_LOGS_PATH, DIAG_KNOWLEDGE_PATH and DIAG_SQL_URL."""
+    """The tool backends configured by DIAG_LOGS_PATH (or DIAG_LOKI_URL), DIAG_KNOWLEDGE_PATH and DIAG_SQL_URL."""
     clock = clock_from(settings)
     return {
         ToolName.LOOKUP_KNOWLEDGE: KnowledgeTool(settings.diag_knowledge_path),
-        ToolName.QUERY_LOGS: LogsTool(settings.diag_logs_path, clock),
+        ToolName.QUERY_LOGS: logs_tool(settings, clock),
         ToolName.QUERY_MYSQL: SqlTool(
             settings.diag_sql_url,
             timeout_s=settings.diag_sql_timeout_s,
