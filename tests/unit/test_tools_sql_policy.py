@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+import core.tools.sql as sql_module
 from core.errors import ToolFailure
+from core.tools.args import SqlArgs
+from core.tools.sql import SqlTool
 from core.tools.sql_policy import Backend, prepare
 
 BACKENDS: list[Backend] = ["sqlite", "postgres", "mysql"]
@@ -54,10 +60,11 @@ REFUSED = [
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("sql", REFUSED)
 def test_writes_locks_files_sleeps_and_multiple_statements_are_refused(sql: str, backend: Backend) -> None:
-    """Anything but one read statement fails with SQL_REFUSED (or SQL_SYNTAX for text the parser rejects)."""
+    """Anything but one read statement fails with SQL_REFUSED and a clear reason (SPEC §3)."""
     with pytest.raises(ToolFailure) as info:
         prepare(sql, backend, 100)
-    assert info.value.code in {"SQL_REFUSED", "SQL_SYNTAX"}
+    assert info.value.code == "SQL_REFUSED"
+    assert 10 <= len(info.value.message) < 300
     assert info.value.message
 
 
@@ -134,3 +141,41 @@ def test_show_variants_unsupported_on_a_backend_say_so() -> None:
     assert info.value.code == "SQL_UNSUPPORTED"
     assert "SHOW TABLES" in info.value.message
     assert prepare("SHOW PROCESSLIST", "mysql", 10).sql == "SHOW PROCESSLIST"
+
+
+SERVER_URLS = {
+    "sqlite": "sqlite:///{path}",
+    "mysql": "mysql://diag:pw@127.0.0.1:9/shop",
+    "postgres": "postgresql://diag:pw@127.0.0.1:9/shop",
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("sql", REFUSED)
+async def test_refused_statement_never_reaches_a_database(
+    sql: str, backend: Backend, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SPEC §3: when the policy refuses, nothing executes — no SQLite connection, no server engine, no statement.
+
+    The read-only connection would also stop a write; this proves the refusal happens before any connection.
+    """
+    db = tmp_path / "x.db"
+    sqlite3.connect(db).close()
+    opened: list[str] = []
+
+    def no_sqlite(*args: Any, **kwargs: Any) -> Any:
+        opened.append("sqlite3.connect")
+        raise AssertionError("a refused statement opened a SQLite connection")
+
+    def no_engine(*args: Any, **kwargs: Any) -> Any:
+        opened.append("create_async_engine")
+        raise AssertionError("a refused statement created a database engine")
+
+    monkeypatch.setattr(sql_module.sqlite3, "connect", no_sqlite)
+    monkeypatch.setattr(sql_module, "create_async_engine", no_engine)
+    tool = SqlTool(SERVER_URLS[backend].format(path=db), timeout_s=1, row_cap=10)
+    with pytest.raises(ToolFailure) as info:
+        await tool.run(SqlArgs(sql=sql))
+    assert info.value.code == "SQL_REFUSED"
+    assert opened == []
+    await tool.aclose()
