@@ -17,7 +17,7 @@ from core.bootstrap import Services, build_services
 from core.contracts.release import FallbackType, Outcome, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, RunStatus, SessionKey, Turn
 from core.demo import DEMO_CLOCK, recorded_reply
-from core.settings import Settings
+from core.settings import PROMPTS_DIR, Settings
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.kv import RedisKV
 from core.stores.sql.audit import SqlAuditStore
@@ -309,13 +309,63 @@ async def test_follow_up_sees_previous_published_report_labelled_not_evidence(ri
 
 async def test_previous_fallback_never_carries_forward(rig: Rig) -> None:
     """After a fallback-only history the next turn's agent sees no previous report."""
-    rig.server.push(*grounded_script()[:-1], verdict("UNSUPPORTED", "no"))
-    assert (await rig.ask()).outcome is Outcome.SAFE_FALLBACK
+    rejected = draft(analysis("a1", "REJECTED-DRAFT-MARKER order-service logged HikariPool errors.", "{{call:1}}"))
+    rig.server.push(route("DIAGNOSIS"), calls(("query_logs", HIKARI)), submit(rejected),
+                    verdict("UNSUPPORTED", "JUDGE-REASON-MARKER no"))
+    fallback = await rig.ask()
+    assert fallback.outcome is Outcome.SAFE_FALLBACK
+    assert fallback.fallback is not None
+    fact_texts = [f.text for f in fallback.fallback.observed_facts]
+    assert fact_texts
     before = len(rig.server.requests)
     rig.server.push(*grounded_script())
     await rig.ask("and now?")
-    user_part = json.dumps(rig.server.requests[before + 1]["messages"][1:])
+    user_part = _agent_user_part(rig, before)
     assert "Previous published report" not in user_part
+    for absent in (fallback.run_id, "REJECTED-DRAFT-MARKER", "JUDGE-REASON-MARKER", *fact_texts):
+        assert absent not in user_part, absent
+
+
+def _agent_user_part(rig: Rig, since: int) -> str:
+    """Everything but the system prompt of the first Diagnosis Agent request sent after request number `since`."""
+    agent = [r for r in rig.server.requests[since:] if r["messages"][0]["content"].startswith("# Diagnosis Agent")]
+    assert agent, "the turn reached the agent"
+    return json.dumps(agent[0]["messages"][1:])
+
+
+async def test_only_the_latest_diagnosis_success_carries_forward(rig: Rig) -> None:
+    """SPEC §7: of SUCCESS A, SUCCESS B, a KNOWLEDGE success and an UNSUPPORTED fallback, the next turn sees B only.
+
+    Neither the older report, nor the knowledge answer, nor anything of the fallback (its draft prose, the
+    judge's reason, its run id) reaches the agent; B is labelled as not evidence.
+    """
+    older = draft(analysis("a1", "OLDER-REPORT-MARKER order-service logged HikariPool errors.", "{{call:1}}"))
+    rig.server.push(route("DIAGNOSIS"), calls(("query_logs", HIKARI)), submit(older), verdict("SUPPORTED"))
+    first = await rig.ask()
+    newer = draft(analysis("a1", "NEWER-REPORT-MARKER order-service logged HikariPool errors.", "{{call:1}}"))
+    rig.server.push(route("DIAGNOSIS"), calls(("query_logs", HIKARI)), submit(newer), verdict("SUPPORTED"))
+    second = await rig.ask("again?")
+    citation = {"tool_call_id": "{{call:1}}", "doc": "{{doc:1}}"}
+    answer = {"answer": "KNOWLEDGE-ANSWER-MARKER check the pool size.", "citations": [citation]}
+    rig.server.push(route("KNOWLEDGE"), calls(("lookup_knowledge", {"query": "HikariCP pool exhaustion"})),
+                    submit(answer, "submit_knowledge_answer"))
+    knowledge = await rig.ask("what does the runbook say about HikariCP pool exhaustion?")
+    unsupported = draft(analysis("a1", "FALLBACK-DRAFT-MARKER order-service logged HikariPool errors.", "{{call:1}}"))
+    rig.server.push(route("DIAGNOSIS"), calls(("query_logs", HIKARI)), submit(unsupported),
+                    verdict("UNSUPPORTED", "JUDGE-REASON-MARKER goes beyond the evidence"))
+    fallback = await rig.ask("and now?")
+    assert [o.outcome for o in (first, second, knowledge, fallback)] == [
+        Outcome.SUCCESS, Outcome.SUCCESS, Outcome.SUCCESS, Outcome.SAFE_FALLBACK]
+    before = len(rig.server.requests)
+    rig.server.push(*grounded_script())
+    await rig.ask("still?")
+    user_part = _agent_user_part(rig, before)
+    assert "Previous published report, not evidence for this run" in user_part
+    assert second.run_id in user_part
+    assert "NEWER-REPORT-MARKER" in user_part
+    for absent in (first.run_id, "OLDER-REPORT-MARKER", knowledge.run_id, "KNOWLEDGE-ANSWER-MARKER",
+                   fallback.run_id, "FALLBACK-DRAFT-MARKER", "JUDGE-REASON-MARKER"):
+        assert absent not in user_part, absent
 
 
 async def test_citing_previous_runs_call_ids_is_blocked(rig: Rig) -> None:
@@ -393,22 +443,33 @@ async def test_router_failure_keeps_the_question_as_a_diagnosis(rig: Rig) -> Non
 
 
 async def test_timeline_holds_no_payload_prompt_or_reasoning(server: FakeOpenAIServer, tmp_path: Path) -> None:
-    """Markers in a log line and in reasoning_content never reach timeline summaries."""
+    """Markers planted in tool output (message and extra fields), every prompt file, the user's question, the
+    draft's prose and the provider's reasoning never reach any timeline event (whole events, not just summaries)."""
     logs = tmp_path / "logs"
     logs.mkdir()
     line = {"timestamp": "2026-11-29T23:10:00Z", "service": "order-service", "level": "ERROR",
-            "message": "HikariPool-1 timeout PAYLOAD-MARKER-93b1"}
+            "message": "HikariPool-1 timeout PAYLOAD-MARKER-93b1", "trace_id": "FIELD-MARKER-77aa"}
     (logs / "app.jsonl").write_text(json.dumps(line) + "\n", encoding="utf-8")
-    rig = await make_rig(server, tmp_path, diag_logs_path=logs)
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    for source in PROMPTS_DIR.glob("*.md"):
+        (prompts / source.name).write_text(source.read_text(encoding="utf-8") + "\nPROMPT-MARKER-4f0d\n", encoding="utf-8")
+    rig = await make_rig(server, tmp_path, diag_logs_path=logs, diag_prompts_dir=prompts)
+    marked = draft(analysis("a1", "order-service logged HikariPool connection errors DRAFT-MARKER-1e2f.", "{{call:1}}"),
+                   conclusion="order-service is failing on HikariPool errors DRAFT-MARKER-1e2f.")
     try:
         server.push(route("DIAGNOSIS"), calls(("query_logs", HIKARI), reasoning="REASONING-MARKER-5c2e"),
-                    submit(GROUNDED), verdict("SUPPORTED"))
-        outcome = await rig.ask()
+                    submit(marked), verdict("SUPPORTED"))
+        outcome = await rig.ask(f"{QUESTION} QUESTION-MARKER-0b9c")
         assert outcome.outcome is Outcome.SUCCESS
-        summaries = json.dumps([e.summary for e in await rig.services.chat_service.timeline(outcome.run_id)])
-        assert "PAYLOAD-MARKER" not in summaries
-        assert "REASONING-MARKER" not in summaries
-        assert "# Diagnosis Agent" not in summaries
+        sent = json.dumps(server.requests)
+        assert "PROMPT-MARKER-4f0d" in sent, "the planted prompts were really used"
+        assert "PAYLOAD-MARKER-93b1" in sent, "the planted log line was really returned to the agent"
+        events = await rig.services.chat_service.timeline(outcome.run_id)
+        dumped = "".join(e.model_dump_json() for e in events)
+        for marker in ("PAYLOAD-MARKER", "FIELD-MARKER", "PROMPT-MARKER", "QUESTION-MARKER", "DRAFT-MARKER",
+                       "REASONING-MARKER", "# Diagnosis Agent", "# Semantic Guard", "# Intent Router"):
+            assert marker not in dumped, marker
         assert "REASONING-MARKER" not in outcome.model_dump_json()
     finally:
         await rig.services.aclose()
