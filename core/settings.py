@@ -45,6 +45,16 @@ class Settings(BaseSettings):
     diag_loki_tenant: str | None = None
     diag_loki_token: SecretStr | None = None
     diag_loki_timeout_s: float = 10.0
+    # Production log backend: when DIAG_ES_URL is set, query_logs searches Elasticsearch / OpenSearch instead.
+    # Setting both DIAG_LOKI_URL and DIAG_ES_URL is refused at start-up (build_tools).
+    diag_es_url: str | None = None
+    diag_es_index: str = "logs-*"
+    diag_es_service_field: str = "service"
+    diag_es_level_field: str = "level"
+    diag_es_message_field: str = "message"
+    diag_es_timestamp_field: str = "@timestamp"
+    diag_es_api_key: SecretStr | None = None
+    diag_es_timeout_s: float = 10.0
 
     port: int = 3000
 

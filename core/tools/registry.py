@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from core.contracts.evidence import ToolName
 from core.ports import Tool
 from core.settings import Settings
+from core.tools.elasticsearch import ElasticsearchLogsTool
 from core.tools.knowledge import KnowledgeTool
 from core.tools.logs import LogsTool
 from core.tools.loki import LokiLogsTool
@@ -24,7 +25,24 @@ def clock_from(settings: Settings) -> Callable[[], datetime]:
 
 
 def logs_tool(settings: Settings, clock: Callable[[], datetime]) -> Tool:
-    """query_logs: Grafana Loki when DIAG_LOKI_URL is set, else the JSON-lines folder DIAG_LOGS_PATH."""
+    """query_logs: Grafana Loki (DIAG_LOKI_URL) or Elasticsearch/OpenSearch (DIAG_ES_URL), else the folder DIAG_LOGS_PATH."""
+    if settings.diag_loki_url and settings.diag_es_url:
+        raise ValueError(
+            "Both DIAG_LOKI_URL and DIAG_ES_URL are set, but query_logs uses exactly one log backend; "
+            "unset one of them (Loki or Elasticsearch/OpenSearch)."
+        )
+    if settings.diag_es_url:
+        return ElasticsearchLogsTool(
+            settings.diag_es_url,
+            clock,
+            index=settings.diag_es_index,
+            service_field=settings.diag_es_service_field,
+            level_field=settings.diag_es_level_field,
+            message_field=settings.diag_es_message_field,
+            timestamp_field=settings.diag_es_timestamp_field,
+            api_key=settings.diag_es_api_key,
+            timeout_s=settings.diag_es_timeout_s,
+        )
     if settings.diag_loki_url:
         return LokiLogsTool(
             settings.diag_loki_url,
@@ -39,7 +57,7 @@ def logs_tool(settings: Settings, clock: Callable[[], datetime]) -> Tool:
 
 
 def build_tools(settings: Settings) -> dict[ToolName, Tool]:
-    """The tool backends configured by DIAG_LOGS_PATH (or DIAG_LOKI_URL), DIAG_KNOWLEDGE_PATH and DIAG_SQL_URL."""
+    """The tool backends configured by DIAG_LOGS_PATH (or DIAG_LOKI_URL / DIAG_ES_URL), DIAG_KNOWLEDGE_PATH and DIAG_SQL_URL."""
     clock = clock_from(settings)
     return {
         ToolName.LOOKUP_KNOWLEDGE: KnowledgeTool(settings.diag_knowledge_path),

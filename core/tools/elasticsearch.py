@@ -1,0 +1,417 @@
+"""query_logs over Elasticsearch / OpenSearch: the same arguments and RawResult shape as the JSONL and Loki backends.
+
+The tool sends one `POST /<index>/_search` whose body is a `bool` query built from the validated arguments:
+
+- `filter` `term` on the service field with `case_insensitive: true` (exact name, ignoring case; ES >= 7.10 and
+  OpenSearch);
+- for a level, a `bool.should` of case-insensitive `term`s, one per common spelling (`WARN` matches `warn`,
+  `WARNING`, ...), like the Loki backend;
+- `range` on the timestamp field, start and end both inclusive (the window [start, end] of the other backends);
+- `must`: one `match` on the message field with `operator: and` for the keywords (every word must appear) and
+  one `match_phrase` per "quoted phrase";
+
+sorted by the timestamp ascending then `_doc` (the earliest matches first, like the other backends), `size: limit`
+and `track_total_hits: true`, so `hits.total.value` is the exact number of matches beyond the limit.
+
+Matching differs slightly from the JSONL folder: Elasticsearch matches analyzed full-text tokens (words, per the
+index's analyzer), not substrings, so `pool` does not match `HikariPool`; `notes["match_scope"]` says so. A query
+with no word characters at all (e.g. `*`) has no tokens for ES to match and is refused as INVALID_ARGUMENTS rather
+than reported as NO_EVIDENCE; such punctuation-only terms next to real words are left out of the search and
+listed in `notes["unsearchable_terms"]`.
+
+Safety: user text only ever becomes a JSON string value inside the query DSL (never `query_string` or a script),
+so quotes, backslashes, `*` or `" OR 1=1` are plain text and cannot change the query.
+
+Failures become ToolFailure: BACKEND_UNAVAILABLE (connection errors, timeouts, 5xx, 429, other statuses, and an
+empty answer when shards failed or timed out), ES_BAD_QUERY (400, with ES's `error.reason` shortened and
+redacted), ES_UNAUTHORIZED (401/403), ES_INDEX_MISSING (404 `index_not_found_exception`), ES_BAD_RESPONSE (an
+answer that is not ES's JSON). Messages never contain the URL, its credentials or the API key.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import re
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+from urllib.parse import quote
+
+import aiohttp
+from pydantic import BaseModel, SecretStr
+from yarl import URL
+
+from core.contracts.evidence import RawResult, ToolName
+from core.errors import ToolFailure
+from core.tools.args import LogsArgs
+from core.tools.log_query import normalise_level, parse_timestamp
+from core.tools.log_scan import iso_utc
+from core.tools.loki import LEVEL_SPELLINGS
+
+DEFAULT_TIMEOUT_S = 10.0
+MAX_BODY_BYTES = 16 * 1024 * 1024
+MAX_EXTRA_FIELDS = 20
+MAX_FIELD_CHARS = 200
+_ERROR_CHARS = 200
+_TERM = re.compile(r'"([^"]*)"|(\S+)')  # the same split as log_query.parse_terms, keeping phrases apart
+_WORD = re.compile(r"\w")
+# Characters Elasticsearch forbids in index names (plus ',' handled as a list separator and '*' as a wildcard).
+_BAD_INDEX_CHARS = frozenset('\\/?"<>| #:')
+_CORE_KEYS = frozenset({"timestamp", "service", "level", "message"})
+
+
+# ---- query building ---------------------------------------------------------------------------
+
+
+def split_terms(query: str) -> tuple[list[str], list[str]]:
+    """(keywords, phrases) of a query, lowercased and de-duplicated: "quoted phrases" apart from the other words."""
+    words: list[str] = []
+    phrases: list[str] = []
+    for phrase, word in _TERM.findall(query):
+        if phrase:
+            term = phrase.strip().lower()
+            if term and term not in phrases:
+                phrases.append(term)
+        else:
+            term = word.strip().lower()
+            if term and term not in words:
+                words.append(term)
+    return words, phrases
+
+
+def _es_time(value: datetime) -> str:
+    """ISO-8601 UTC with 'Z', keeping microseconds (ES parses up to nanoseconds with strict_date_optional_time)."""
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def build_search(
+    service: str,
+    words: list[str],
+    phrases: list[str],
+    level: str | None,
+    start: datetime,
+    end: datetime,
+    limit: int,
+    fields: Mapping[str, str],
+) -> dict[str, Any]:
+    """The `_search` body; every piece of user text is a JSON string value, never query syntax."""
+    filters: list[dict[str, Any]] = [
+        {"term": {fields["service"]: {"value": service, "case_insensitive": True}}},
+        {"range": {fields["timestamp"]: {
+            "gte": _es_time(start), "lte": _es_time(end), "format": "strict_date_optional_time"}}},
+    ]
+    if level is not None:
+        spellings = LEVEL_SPELLINGS.get(level, (level.lower(),))
+        filters.append({"bool": {
+            "should": [{"term": {fields["level"]: {"value": s, "case_insensitive": True}}} for s in spellings],
+            "minimum_should_match": 1,
+        }})
+    must: list[dict[str, Any]] = []
+    if words:
+        must.append({"match": {fields["message"]: {"query": " ".join(words), "operator": "and"}}})
+    must.extend({"match_phrase": {fields["message"]: {"query": phrase}}} for phrase in phrases)
+    return {
+        "query": {"bool": {"filter": filters, "must": must}},
+        "sort": [{fields["timestamp"]: {"order": "asc", "unmapped_type": "date"}}, {"_doc": {"order": "asc"}}],
+        "size": limit,
+        "track_total_hits": True,
+    }
+
+
+# ---- response parsing -------------------------------------------------------------------------
+
+
+def _short(value: Any) -> bool:
+    if value is None or isinstance(value, bool | int):
+        return True
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return isinstance(value, str) and len(value) <= MAX_FIELD_CHARS
+
+
+def field_value(source: Mapping[str, Any], path: str) -> Any:
+    """A `_source` field by name: a flat key ("log.level") first, else the nested path (log -> level); None if absent."""
+    if path in source:
+        return source[path]
+    node: Any = source
+    for part in path.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def _flatten(source: Mapping[str, Any], prefix: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) of every non-object value, objects flattened up to three levels deep."""
+    for key, value in source.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, Mapping):
+            if depth < 3:
+                yield from _flatten(value, name + ".", depth + 1)
+        else:
+            yield name, value
+
+
+def _timestamp(value: Any, sort_values: Any) -> str:
+    """The hit's time as ISO-8601 UTC 'Z': the source's ISO string or epoch millis, else the sort value (millis)."""
+    parsed = parse_timestamp(value)
+    if parsed is not None:
+        return iso_utc(parsed)
+    millis: Any = value
+    if not isinstance(millis, int | float) or isinstance(millis, bool):
+        millis = sort_values[0] if isinstance(sort_values, list) and sort_values else None
+    if isinstance(millis, int | float) and not isinstance(millis, bool) and math.isfinite(millis):
+        try:
+            return iso_utc(datetime.fromtimestamp(millis / 1000, UTC))
+        except (OverflowError, OSError, ValueError):
+            pass
+    return str(value) if value is not None else ""
+
+
+def hit_item(hit: Mapping[str, Any], fields: Mapping[str, str]) -> dict[str, Any]:
+    """One RawResult item from an ES hit: timestamp, service, level, message, then short other `_source` fields."""
+    source = hit.get("_source")
+    if not isinstance(source, Mapping):
+        raise TypeError("hit without _source")
+    message = field_value(source, fields["message"])
+    level = field_value(source, fields["level"])
+    service = field_value(source, fields["service"])
+    item: dict[str, Any] = {
+        "timestamp": _timestamp(field_value(source, fields["timestamp"]), hit.get("sort")),
+        "service": "" if service is None else str(service),
+        "level": normalise_level(level) if level is not None and _short(level) else "UNKNOWN",
+        "message": "" if message is None else message if isinstance(message, str) else json.dumps(message),
+    }
+    skip = _CORE_KEYS | set(fields.values())
+    extras = 0
+    for key, value in _flatten(source):
+        if extras >= MAX_EXTRA_FIELDS:
+            break
+        if key in skip or key in item or not _short(value):
+            continue
+        item[key] = value
+        extras += 1
+    return item
+
+
+def parse_hits(body: Any, fields: Mapping[str, str]) -> tuple[list[dict[str, Any]], int, bool]:
+    """(items, total, partial) of a `_search` answer; raises ES_BAD_RESPONSE on any other shape."""
+    hits = body.get("hits") if isinstance(body, dict) else None
+    if not isinstance(hits, dict) or not isinstance(hits.get("hits"), list):
+        raise ToolFailure("ES_BAD_RESPONSE", "Elasticsearch answered the search with an unexpected shape; not evidence.")
+    try:
+        items = [hit_item(hit, fields) for hit in hits["hits"]]
+        raw_total = hits.get("total")
+        if isinstance(raw_total, dict):
+            total, relation = int(raw_total["value"]), raw_total.get("relation", "eq")
+        elif isinstance(raw_total, int):  # ES 6 sends a bare number
+            total, relation = raw_total, "eq"
+        else:
+            raise TypeError("hits.total missing")
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise ToolFailure("ES_BAD_RESPONSE", "Elasticsearch answered the search with malformed hits; not evidence.") from exc
+    shards = body.get("_shards")
+    failed = shards.get("failed", 0) if isinstance(shards, dict) else 0
+    partial = bool(body.get("timed_out")) or (isinstance(failed, int) and failed > 0) or relation != "eq"
+    return items, total, partial
+
+
+# ---- the tool ---------------------------------------------------------------------------------
+
+
+def _split_url(url: str) -> tuple[str, str | None]:
+    """The base URL without credentials, plus a basic Authorization header value when the URL carried user:password."""
+    parsed = URL(url)
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise ValueError("DIAG_ES_URL must be an http(s) URL with a host, e.g. http://elasticsearch:9200")
+    auth = None
+    if parsed.user is not None:
+        pair = f"{parsed.user}:{parsed.password or ''}".encode()
+        auth = "Basic " + base64.b64encode(pair).decode("ascii")
+    clean = parsed.with_user(None).with_password(None).with_query(None).with_fragment(None)
+    return str(clean).rstrip("/"), auth
+
+
+def _check_index(index: str) -> str:
+    parts = [part.strip() for part in index.split(",")]
+    if not parts or any(not part or part.startswith(("_", "-", "+")) or _BAD_INDEX_CHARS & set(part) for part in parts):
+        raise ValueError("DIAG_ES_INDEX must be index names or patterns such as 'logs-*' (comma-separated)")
+    return ",".join(parts)
+
+
+class ElasticsearchLogsTool:
+    """The query_logs tool over Elasticsearch or OpenSearch (`_search` query DSL); one aiohttp session, closed by aclose()."""
+
+    name = ToolName.QUERY_LOGS
+    args_model: type[BaseModel] = LogsArgs
+
+    def __init__(
+        self,
+        url: str,
+        clock: Callable[[], datetime],
+        *,
+        index: str = "logs-*",
+        service_field: str = "service",
+        level_field: str = "level",
+        message_field: str = "message",
+        timestamp_field: str = "@timestamp",
+        api_key: SecretStr | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self._fields = {"service": service_field, "level": level_field, "message": message_field,
+                        "timestamp": timestamp_field}
+        for role, name in self._fields.items():
+            if not name or not name.strip() or name != name.strip() or name.startswith("_"):
+                raise ValueError(f"DIAG_ES_{role.upper()}_FIELD must be a document field name, got {name!r}")
+        self._index = _check_index(index)
+        self._base, basic = _split_url(url)
+        self._search_url = URL(f"{self._base}/{quote(self._index, safe='*,+-.')}/_search", encoded=True)
+        self._clock = clock
+        self._headers: dict[str, str] = {"Accept": "application/json", "Content-Type": "application/json"}
+        password = URL(url).password
+        self._secrets = [password] if password else []
+        if basic is not None:
+            self._secrets.append(basic.removeprefix("Basic "))
+        key = api_key.get_secret_value() if api_key is not None else ""
+        if key:
+            # An explicit API key wins over URL credentials (one Authorization header).
+            self._headers["Authorization"] = f"ApiKey {key}"
+            self._secrets.append(key)
+        elif basic is not None:
+            self._headers["Authorization"] = basic
+        self._timeout = aiohttp.ClientTimeout(total=max(0.1, timeout_s))
+        self._session: aiohttp.ClientSession | None = None
+
+    async def aclose(self) -> None:
+        """Close the HTTP session (safe to call more than once)."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+
+    def _http(self) -> aiohttp.ClientSession:
+        # Created on first use, inside the running loop (build_tools runs outside any loop).
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
+        return self._session
+
+    async def run(self, args: BaseModel) -> RawResult:
+        """Search the index for the documents matching the arguments; the exact total comes from `hits.total`."""
+        if not isinstance(args, LogsArgs):
+            args = LogsArgs.model_validate(args.model_dump())
+        start, end = args.window(self._clock())
+        if start >= end:
+            raise ToolFailure("INVALID_ARGUMENTS", f"start must be before end (end defaults to the clock, {iso_utc(end)}).")
+        words, phrases = split_terms(args.query)
+        if not words and not phrases:
+            raise ToolFailure("INVALID_ARGUMENTS", "query has no keywords; give words or a \"quoted phrase\".")
+        # ES analyzes text into words; a term of punctuation only has no word to match (ES would then match nothing).
+        unsearchable = [term for term in words + phrases if not _WORD.search(term)]
+        words = [term for term in words if term not in unsearchable]
+        phrases = [term for term in phrases if term not in unsearchable]
+        if not words and not phrases:
+            raise ToolFailure("INVALID_ARGUMENTS", "query has no words to search: Elasticsearch matches whole words, "
+                                                   "so punctuation alone (such as '*') cannot be searched.")
+        search = build_search(args.service, words, phrases, args.level, start, end, args.limit, self._fields)
+        body = await self._search(search)
+        items, total, partial = parse_hits(body, self._fields)
+        if partial and not items:
+            raise ToolFailure("BACKEND_UNAVAILABLE", "Elasticsearch answered with no hits but some shards failed or "
+                                                     "timed out; an incomplete empty answer is not evidence.")
+        items = items[: args.limit]
+        notes: dict[str, Any] = {
+            "backend": "elasticsearch",
+            "index": self._index,
+            "query_dsl": search,
+            "order": "chronological, earliest matches first",
+            "match_scope": "keywords and phrases are matched as analyzed full-text words of the message field "
+                           "(token-based, per the index's analyzer), not as substrings like the JSONL folder backend: "
+                           "'pool' does not match 'HikariPool'",
+            "total_count_exact": not partial,
+        }
+        if unsearchable:
+            notes["unsearchable_terms"] = unsearchable  # punctuation only: the analyzer drops it, so it was not matched
+        if partial:
+            notes["partial"] = "some shards failed or timed out; the items are real matches, the total may be low"
+        if items:
+            notes["first_match"] = items[0]["timestamp"]
+        effective = {
+            "service": args.service,
+            "query": args.query,
+            "level": args.level,
+            "start": iso_utc(start),
+            "end": iso_utc(end),
+            "limit": args.limit,
+        }
+        return RawResult(items=items, total_count=max(total, len(items)), effective_arguments=effective, notes=notes)
+
+    async def _search(self, search: dict[str, Any]) -> Any:
+        """POST the search and return its JSON; every failure becomes a ToolFailure without secrets."""
+        try:
+            async with self._http().post(self._search_url, data=json.dumps(search).encode()) as response:
+                body = await response.content.read(MAX_BODY_BYTES + 1)
+                status = response.status
+        except TimeoutError as exc:
+            seconds = self._timeout.total or 0.0
+            raise ToolFailure("BACKEND_UNAVAILABLE", f"Elasticsearch did not answer the search within {seconds:.1f} s.") from exc
+        except aiohttp.ClientError as exc:
+            message = f"Elasticsearch is unreachable ({type(exc).__name__}); this call is not evidence."
+            raise ToolFailure("BACKEND_UNAVAILABLE", message) from exc
+        if status in (401, 403):
+            message = f"Elasticsearch refused the credentials (HTTP {status}); check DIAG_ES_API_KEY or the URL's user."
+            raise ToolFailure("ES_UNAUTHORIZED", message)
+        if status == 400:
+            raise ToolFailure("ES_BAD_QUERY", f"Elasticsearch rejected the search: {self._reason(body)}")
+        if status == 404 and self._error_type(body) == "index_not_found_exception":
+            message = f"No index matches DIAG_ES_INDEX '{self._index}' ({self._reason(body)}); this call is not evidence."
+            raise ToolFailure("ES_INDEX_MISSING", message)
+        if status != 200:
+            raise ToolFailure("BACKEND_UNAVAILABLE", f"Elasticsearch answered the search with HTTP {status}; "
+                                                     "this call is not evidence.")
+        if len(body) > MAX_BODY_BYTES:
+            raise ToolFailure("ES_BAD_RESPONSE", f"Elasticsearch's answer exceeds {MAX_BODY_BYTES} bytes.")
+        try:
+            return json.loads(body)
+        except ValueError as exc:
+            raise ToolFailure("ES_BAD_RESPONSE", "Elasticsearch's answer is not JSON; not evidence.") from exc
+
+    @staticmethod
+    def _error(body: bytes) -> Any:
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            return None
+        return obj.get("error") if isinstance(obj, dict) else None
+
+    def _error_type(self, body: bytes) -> str | None:
+        error = self._error(body)
+        kind = error.get("type") if isinstance(error, dict) else None
+        return kind if isinstance(kind, str) else None
+
+    def _reason(self, body: bytes) -> str:
+        """ES's `error.reason` (or the plain body), on one line, shortened, with any secret removed."""
+        error = self._error(body)
+        text: str
+        if isinstance(error, dict):
+            reason = error.get("reason")
+            causes = error.get("root_cause")
+            if not isinstance(reason, str) and isinstance(causes, list) and causes and isinstance(causes[0], dict):
+                reason = causes[0].get("reason")
+            kind = error.get("type")
+            text = str(reason) if reason is not None else ""
+            if isinstance(kind, str) and kind and text:
+                text = f"{kind}: {text}"
+            elif isinstance(kind, str):
+                text = text or kind
+        elif isinstance(error, str):
+            text = error
+        else:
+            text = body.decode("utf-8", "replace")
+        text = " ".join(text.split())
+        for secret in self._secrets:
+            text = text.replace(secret, "[REDACTED]")
+        text = text.replace(self._base, "[ES]")
+        if len(text) > _ERROR_CHARS:
+            text = text[: _ERROR_CHARS - 1] + "…"
+        return text or "no reason given"
