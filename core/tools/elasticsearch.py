@@ -57,8 +57,8 @@ MAX_FIELD_CHARS = 200
 _ERROR_CHARS = 200
 _TERM = re.compile(r'"([^"]*)"|(\S+)')  # the same split as log_query.parse_terms, keeping phrases apart
 _WORD = re.compile(r"\w")
-# Characters Elasticsearch forbids in index names (plus ',' handled as a list separator and '*' as a wildcard).
-_BAD_INDEX_CHARS = frozenset('\\/?"<>| #:')
+# Characters Elasticsearch forbids in index names (',' separates a list, '*' is a wildcard, ':' names a remote cluster).
+_BAD_INDEX_CHARS = frozenset('\\/?"<>| #')
 _CORE_KEYS = frozenset({"timestamp", "service", "level", "message"})
 
 
@@ -267,7 +267,7 @@ class ElasticsearchLogsTool:
                 raise ValueError(f"DIAG_ES_{role.upper()}_FIELD must be a document field name, got {name!r}")
         self._index = _check_index(index)
         self._base, basic = _split_url(url)
-        self._search_url = URL(f"{self._base}/{quote(self._index, safe='*,+-.')}/_search", encoded=True)
+        self._search_url = URL(f"{self._base}/{quote(self._index, safe='*,+-.:')}/_search", encoded=True)
         self._clock = clock
         self._headers: dict[str, str] = {"Accept": "application/json", "Content-Type": "application/json"}
         password = URL(url).password

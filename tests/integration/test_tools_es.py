@@ -431,6 +431,8 @@ def test_bad_configuration_fails_fast_without_echoing_secrets() -> None:
     for index in ("logs/../_all", "", "logs-*,", "_all", "a b"):
         with pytest.raises(ValueError, match="DIAG_ES_INDEX"):
             ElasticsearchLogsTool("http://es:9200", lambda: NOW, index=index)
+    remote = ElasticsearchLogsTool("http://es:9200/", lambda: NOW, index="eu:logs-*, logs-*")
+    assert str(remote._search_url) == "http://es:9200/eu:logs-*,logs-*/_search"
     with pytest.raises(ValueError, match="MESSAGE_FIELD"):
         ElasticsearchLogsTool("http://es:9200", lambda: NOW, message_field=" ")
 
