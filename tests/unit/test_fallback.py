@@ -50,7 +50,9 @@ def test_errors_are_listed_as_could_not_run() -> None:
     assert all(f.evidence_status is EvidenceStatus.ERROR for f in facts)
 
 
-NOT_HEALTHY = re.compile(r"healthy|ruled out|\bfine\b|no problem|no issue", re.IGNORECASE)
+NOT_HEALTHY = re.compile(
+    r"healthy|ruled out|\bOK\b|\bfine\b|no (?:problem|issue)s?\b|all good|normal|\bresolved\b", re.IGNORECASE
+)
 
 
 @pytest.mark.parametrize(
