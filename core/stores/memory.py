@@ -2,10 +2,49 @@
 
 from __future__ import annotations
 
+import copy
+from datetime import date, datetime, time, timedelta
+from enum import Enum
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
 from core.contracts.evidence import InvocationMeta
 from core.contracts.release import Outcome
 from core.contracts.run import Intent, RunRecord, TimelineEvent
 from core.stores.sql.audit import UNAVAILABLE
+
+M = TypeVar("M", bound=BaseModel)
+_ATOMIC = frozenset({str, int, float, bool, type(None), bytes, datetime, date, time, timedelta})
+
+
+def _copy_value(value: Any) -> Any:
+    """A copy sharing nothing mutable with value, as copy.deepcopy makes, fast for the JSON-like shapes stored here.
+
+    Immutable scalars and enum members are shared (deepcopy's result is equal and equally immutable); plain
+    dicts, lists and tuples are copied recursively, models field by field; anything else goes to deepcopy.
+    """
+    kind = type(value)
+    if kind in _ATOMIC or isinstance(value, Enum):
+        return value
+    if kind is dict:
+        return {k: _copy_value(v) for k, v in value.items()}
+    if kind is list:
+        return [_copy_value(v) for v in value]
+    if kind is tuple:
+        return tuple(_copy_value(v) for v in value)
+    if isinstance(value, BaseModel):
+        return _copy_model(value)
+    return copy.deepcopy(value)
+
+
+def _copy_model(model: M) -> M:
+    """Same as model.model_copy(deep=True) (no aliasing of caller objects), without deepcopy's generic machinery."""
+    if model.__pydantic_extra__ or model.__pydantic_private__:
+        return model.model_copy(deep=True)
+    fresh = model.model_copy()
+    object.__setattr__(fresh, "__dict__", {k: _copy_value(v) for k, v in model.__dict__.items()})
+    return fresh
 
 
 class InMemoryAuditStore:
@@ -17,7 +56,7 @@ class InMemoryAuditStore:
 
     async def record_invocation(self, meta: InvocationMeta) -> None:
         """Insert or replace the call's metadata."""
-        self._invocations[(meta.run_id, meta.tool_call_id)] = meta.model_copy(deep=True)
+        self._invocations[(meta.run_id, meta.tool_call_id)] = _copy_model(meta)
 
     async def record_reasoning(self, run_id: str, stage: str, step: int, content: str | None) -> None:
         """Store provider reasoning; None (or empty) is stored as 'unavailable'."""
@@ -44,12 +83,12 @@ class InMemoryTimelineStore:
         events = self._events.setdefault(event.run_id, {})
         if event.seq in events:
             raise ValueError(f"timeline event {event.run_id}#{event.seq} already exists")
-        events[event.seq] = event.model_copy(deep=True)
+        events[event.seq] = _copy_model(event)
 
     async def list(self, run_id: str) -> list[TimelineEvent]:
         """All events of a run in seq order."""
         events = self._events.get(run_id, {})
-        return [events[seq].model_copy(deep=True) for seq in sorted(events)]
+        return [_copy_model(events[seq]) for seq in sorted(events)]
 
 
 class InMemoryRunStore:
@@ -57,35 +96,45 @@ class InMemoryRunStore:
 
     def __init__(self) -> None:
         self._runs: dict[str, RunRecord] = {}
+        # session_key -> its run ids, so session lookups do not scan every run the process ever kept; run_id ->
+        # creation position (the order of `_runs`), so ties among a session's runs break as a full scan would.
+        self._sessions: dict[str, set[str]] = {}
+        self._order: dict[str, int] = {}
+
+    def _index(self, run: RunRecord) -> None:
+        previous = self._runs.get(run.run_id)
+        if previous is not None and previous.session_key != run.session_key:
+            self._sessions[previous.session_key].discard(run.run_id)
+        self._sessions.setdefault(run.session_key, set()).add(run.run_id)
 
     async def create(self, run: RunRecord) -> None:
         """Insert a new run; ValueError if the run id exists."""
         if run.run_id in self._runs:
             raise ValueError(f"run {run.run_id} already exists")
-        self._runs[run.run_id] = run.model_copy(deep=True)
+        self._index(run)
+        self._order[run.run_id] = len(self._order)
+        self._runs[run.run_id] = _copy_model(run)
 
     async def update(self, run: RunRecord) -> None:
         """Replace a run; KeyError if the run is unknown."""
         if run.run_id not in self._runs:
             raise KeyError(f"unknown run {run.run_id}")
-        self._runs[run.run_id] = run.model_copy(deep=True)
+        self._index(run)
+        self._runs[run.run_id] = _copy_model(run)
 
     async def get(self, run_id: str) -> RunRecord | None:
         """A run by id, or None."""
         run = self._runs.get(run_id)
-        return None if run is None else run.model_copy(deep=True)
+        return None if run is None else _copy_model(run)
 
     async def has_session(self, session_key: str) -> bool:
         """True when any run of this session exists."""
-        return any(r.session_key == session_key for r in self._runs.values())
+        return bool(self._sessions.get(session_key))
 
     async def latest_published(self, session_key: str) -> RunRecord | None:
         """The session's latest run whose intent was DIAGNOSIS and outcome SUCCESS; fallbacks never count."""
-        published = [
-            r
-            for r in self._runs.values()
-            if r.session_key == session_key and r.intent == Intent.DIAGNOSIS.value and r.outcome == Outcome.SUCCESS.value
-        ]
+        runs = (self._runs[run_id] for run_id in sorted(self._sessions.get(session_key, ()), key=self._order.__getitem__))
+        published = [r for r in runs if r.intent == Intent.DIAGNOSIS.value and r.outcome == Outcome.SUCCESS.value]
         if not published:
             return None
-        return max(published, key=lambda r: r.started_at).model_copy(deep=True)
+        return _copy_model(max(published, key=lambda r: r.started_at))
