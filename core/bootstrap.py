@@ -6,6 +6,7 @@ real Redis under a test prefix, other tools) and get the same wiring as producti
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -138,92 +139,94 @@ async def build_services(
 ) -> Services:
     """Build every adapter from settings; keyword overrides replace single adapters (tests, benchmarks)."""
     closers: list[Any] = []
-    shared_kv = kv is not None and not isinstance(kv, InMemoryKV)
-    redis_client: aioredis.Redis | None = None
-    if settings.redis_url and (canonical is None or kv is None):
-        redis_client = redis_client_from_url(settings.redis_url)
-        closers.append(redis_client.aclose)
-    if canonical is None:
-        if redis_client is not None:
-            canonical = RedisCanonicalStore(redis_client, redis_prefix, settings.diag_canonical_ttl_s)
-        else:
-            canonical = InMemoryCanonicalStore(settings.diag_canonical_ttl_s)
-    if kv is None:
-        if redis_client is not None:
-            kv = RedisKV(redis_client, redis_prefix)
-            shared_kv = True
-        else:
-            log.warning("REDIS_URL unset: canonical tool records, locks, cancel flags and dedup are in-process "
-                        "(fine for one process; set REDIS_URL to run more than one)")
-            kv = InMemoryKV()
+    try:
+        shared_kv = kv is not None and not isinstance(kv, InMemoryKV)
+        redis_client: aioredis.Redis | None = None
+        if settings.redis_url and (canonical is None or kv is None):
+            redis_client = redis_client_from_url(settings.redis_url)
+            closers.append(redis_client.aclose)
+        if canonical is None:
+            if redis_client is not None:
+                canonical = RedisCanonicalStore(redis_client, redis_prefix, settings.diag_canonical_ttl_s)
+            else:
+                canonical = InMemoryCanonicalStore(settings.diag_canonical_ttl_s)
+        if kv is None:
+            if redis_client is not None:
+                kv = RedisKV(redis_client, redis_prefix)
+                shared_kv = True
+            else:
+                log.warning("REDIS_URL unset: canonical tool records, locks, cancel flags and dedup are in-process "
+                            "(fine for one process; set REDIS_URL to run more than one)")
+                kv = InMemoryKV()
 
-    database: Database | None = None
-    if runs is None or timeline_store is None or audit is None:
-        database = Database(settings.database_url)
-        closers.append(database.dispose)
-        try:
+        database: Database | None = None
+        if runs is None or timeline_store is None or audit is None:
+            database = Database(settings.database_url)
+            closers.append(database.dispose)
             await database.create_all()
-        except Exception:
-            for close in reversed(closers):
+            audit = audit or SqlAuditStore(database)
+            runs = runs or SqlRunStore(database)
+            timeline_store = timeline_store or SqlTimelineStore(database)
+
+        configured = model is not None or model_configured(settings)
+        if model is None:
+            if configured:
+                # Imported here: the openai SDK takes seconds to import and `diagbot tool|trace` never need it.
+                from core.llm.openai_model import OpenAIChatModel
+
+                openai_model = OpenAIChatModel(
+                    settings.openai_base_url,
+                    settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+                )
+                closers.append(openai_model.aclose)
+                model = openai_model
+            else:
+                model = UnconfiguredModel()
+        agent_model = settings.diag_model or UNCONFIGURED
+        guard_model = settings.guard_model or UNCONFIGURED
+
+        prompts = PromptLibrary(settings.diag_prompts_dir)
+        rules = load_rules(settings.diag_rules_file)
+        budgets = budgets or settings.budgets
+        if tools is None:
+            tools = build_tools(settings)
+            # Tools built here are closed here (Loki's HTTP session, the SQL engine); injected tools stay the caller's.
+            closers.extend(close for tool in tools.values() if callable(close := getattr(tool, "aclose", None)))
+        boundary = ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes)
+        guard = EvidenceGuard(canonical, rules)
+        repairer = LlmEvidenceRepairer(model, agent_model, prompts, audit)
+        judge = LlmSemanticJudge(model, guard_model, prompts, audit, input_cap_bytes=settings.diag_semantic_input_cap_bytes)
+        release = DiagnosisRelease(guard, repairer, judge, canonical)
+        agent = DiagnosisAgent(model, agent_model, boundary, prompts, audit)
+        router = IntentRouter(model, agent_model, prompts)
+        knowledge = KnowledgeAnswerer(model, agent_model, boundary, prompts, canonical, audit)
+
+        timeline_sink = timeline_store
+        chat_service = ChatService(
+            router=router,
+            agent=agent,
+            release=release,
+            knowledge=knowledge,
+            runs=runs,
+            timeline_store=timeline_store,
+            timeline_factory=lambda run_id: RunTimeline(run_id, timeline_sink),
+            kv=kv,
+            versions=RunVersions(
+                prompt_hashes=prompts.hashes(),
+                rule_set_version=rules.rule_set_version,
+                models={"agent": agent_model, "router": agent_model, "repair": agent_model, "guard": guard_model},
+            ),
+            budgets=budgets,
+            gate=SessionGate(kv, run_deadline_s=budgets.deadline_s, shared=shared_kv),
+        )
+        return Services(
+            settings=settings, chat_service=chat_service, boundary=boundary, canonical=canonical, kv=kv, runs=runs,
+            timeline_store=timeline_store, audit=audit, database=database, model=model, prompts=prompts,
+            is_model_configured=configured, redis=redis_client, _closers=closers,
+        )
+    except BaseException:
+        # A bad setting found late (a log backend, a rules file, a projection bound) must not leak what was opened.
+        for close in reversed(closers):
+            with contextlib.suppress(Exception):
                 await close()
-            raise
-        audit = audit or SqlAuditStore(database)
-        runs = runs or SqlRunStore(database)
-        timeline_store = timeline_store or SqlTimelineStore(database)
-
-    configured = model is not None or model_configured(settings)
-    if model is None:
-        if configured:
-            # Imported here: the openai SDK takes seconds to import and `diagbot tool|trace` never need it.
-            from core.llm.openai_model import OpenAIChatModel
-
-            openai_model = OpenAIChatModel(
-                settings.openai_base_url,
-                settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
-            )
-            closers.append(openai_model.aclose)
-            model = openai_model
-        else:
-            model = UnconfiguredModel()
-    agent_model = settings.diag_model or UNCONFIGURED
-    guard_model = settings.guard_model or UNCONFIGURED
-
-    prompts = PromptLibrary(settings.diag_prompts_dir)
-    rules = load_rules(settings.diag_rules_file)
-    budgets = budgets or settings.budgets
-    if tools is None:
-        tools = build_tools(settings)
-        # Tools built here are closed here (Loki's HTTP session, the SQL engine); injected tools stay the caller's.
-        closers.extend(close for tool in tools.values() if callable(close := getattr(tool, "aclose", None)))
-    boundary = ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes)
-    guard = EvidenceGuard(canonical, rules)
-    repairer = LlmEvidenceRepairer(model, agent_model, prompts, audit)
-    judge = LlmSemanticJudge(model, guard_model, prompts, audit, input_cap_bytes=settings.diag_semantic_input_cap_bytes)
-    release = DiagnosisRelease(guard, repairer, judge, canonical)
-    agent = DiagnosisAgent(model, agent_model, boundary, prompts, audit)
-    router = IntentRouter(model, agent_model, prompts)
-    knowledge = KnowledgeAnswerer(model, agent_model, boundary, prompts, canonical, audit)
-
-    timeline_sink = timeline_store
-    chat_service = ChatService(
-        router=router,
-        agent=agent,
-        release=release,
-        knowledge=knowledge,
-        runs=runs,
-        timeline_store=timeline_store,
-        timeline_factory=lambda run_id: RunTimeline(run_id, timeline_sink),
-        kv=kv,
-        versions=RunVersions(
-            prompt_hashes=prompts.hashes(),
-            rule_set_version=rules.rule_set_version,
-            models={"agent": agent_model, "router": agent_model, "repair": agent_model, "guard": guard_model},
-        ),
-        budgets=budgets,
-        gate=SessionGate(kv, run_deadline_s=budgets.deadline_s, shared=shared_kv),
-    )
-    return Services(
-        settings=settings, chat_service=chat_service, boundary=boundary, canonical=canonical, kv=kv, runs=runs,
-        timeline_store=timeline_store, audit=audit, database=database, model=model, prompts=prompts,
-        is_model_configured=configured, redis=redis_client, _closers=closers,
-    )
+        raise

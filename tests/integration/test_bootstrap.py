@@ -36,3 +36,24 @@ async def test_with_redis_url_the_canonical_store_is_redis(tmp_path: Path) -> No
         assert await services.canonical.get_many("run_missing", ["call_x"]) == {"call_x": None}
     finally:
         await services.aclose()
+
+
+async def test_a_bad_setting_found_late_fails_clearly_and_closes_what_was_opened(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Both log backends set: build_services raises the clear error, after closing the database it had opened."""
+    from core.stores.sql.db import Database
+
+    disposed: list[str] = []
+    real_dispose = Database.dispose
+
+    async def dispose(self: Database) -> None:
+        disposed.append(self.url)
+        await real_dispose(self)
+
+    monkeypatch.setattr(Database, "dispose", dispose)
+    settings = Settings(database_url=f"sqlite:///{tmp_path}/d.db", diag_loki_url="http://loki:3100",
+                        diag_es_url="http://es:9200")
+    with pytest.raises(ValueError, match="exactly one log backend"):
+        await build_services(settings)
+    assert len(disposed) == 1
