@@ -116,7 +116,9 @@ class DiagnosisRelease:
             kind, stage = FallbackType.SEMANTIC_UNSUPPORTED, STAGE_UNSUPPORTED
         else:
             kind, stage = FallbackType.SEMANTIC_UNAVAILABLE, STAGE_UNAVAILABLE
-        return await self._fallback(ctx, kind, stage, verdict.reason, verdict=verdict)
+        # The judge's free text may quote the rejected draft: it goes to the timeline (trace), never the fallback.
+        safe = verdict.reason if kind is FallbackType.SEMANTIC_UNAVAILABLE else "the reviewer's reason is in the run's trace"
+        return await self._fallback(ctx, kind, stage, safe, verdict=verdict)
 
     async def failure(self, ctx: RunContext, reason: str) -> ReleaseOutcome:
         """FAILURE: the run produced no draft; say why in plain words and list what was observed."""

@@ -298,3 +298,35 @@ async def test_failing_progress_updates_do_not_stop_the_release() -> None:
     outcome = await h.release.release(h.ctx, draft(BROKEN))
     assert outcome.outcome is Outcome.SUCCESS
     assert h.progress.stages == ["verifying", "judging"]
+
+
+async def test_judge_reason_quoting_the_draft_never_reaches_the_fallback() -> None:
+    """SPEC §6: a fallback carries no internal draft text. The judge's free-text reason typically quotes the claim it
+    rejects ("the draft says OOM 3 times..."), so it may go to the timeline (SPEC §9) but not into the fallback."""
+    quoting = SemanticVerdict(verdict=SemanticVerdictKind.UNSUPPORTED, reason=f"the conclusion claims {MARKER} 3 times")
+    h = await harness(judge=FixedJudge(verdict=quoting))
+    outcome = await h.release.release(h.ctx, draft(marked=True))
+    assert outcome.fallback_type is FallbackType.SEMANTIC_UNSUPPORTED
+    assert outcome.fallback is not None
+    assert outcome.fallback.stage == STAGE_UNSUPPORTED
+    assert outcome.fallback.reason
+    assert MARKER not in outcome.fallback.model_dump_json()
+    judged = [e for e in await h.events() if e.type is EventType.SEMANTIC_GUARD]
+    assert judged[0].summary["reason"] == quoting.reason, "the reason stays available to /diag trace"
+
+
+@pytest.mark.parametrize("kind", ["NORMAL", "NEGATIVE_OBSERVATION"])
+async def test_draft_citing_an_error_call_alongside_real_evidence_is_never_published(kind: str) -> None:
+    """ERROR is never evidence: an analysis citing a good call *and* an ERROR call is rejected, and the repair
+    that keeps the ERROR citation is rejected again; the judge never sees the ERROR projection."""
+    good = L1 if kind == "NORMAL" else L0
+    text = "HikariPool-1 requests timed out." if kind == "NORMAL" else "No OutOfMemoryError lines matched."
+    citing_error = draft({"kind": kind, "text": text, "tool_call_ids": [good, E1]})
+    h = await harness(repairer=ScriptedRepairer(result=citing_error))
+    outcome = await h.release.release(h.ctx, citing_error)
+    assert outcome.outcome is Outcome.SAFE_FALLBACK
+    assert outcome.fallback_type is FallbackType.EVIDENCE_VALIDATION_FAILED
+    assert {v.code for v in outcome.violations} == {"INVOCATION_NOT_REFERENCABLE"}
+    assert [v.path for v in outcome.violations] == ["analysis[0].tool_call_ids[1]"]
+    assert h.judge.calls == []
+    assert outcome.report is None
