@@ -379,3 +379,47 @@ async def test_projection_codes_are_the_same_with_kept_outcomes() -> None:
         cold = await check(edited(_numberless_a1), records)
         assert codes(warm) == {code}, label
         assert warm.model_dump() == cold.model_dump(), label
+
+
+async def test_no_evidence_projection_reporting_a_count_is_flagged() -> None:
+    """A NO_EVIDENCE call whose projection shows no items but a count above zero also reports matches."""
+    records = run_records()
+    assert records[1].projection is not None
+    records[1].projection["count"] = 3
+    result = await check(valid_draft(), records)
+    assert codes(result) == {"PROJECTION_NONEMPTY_NO_EVIDENCE"}
+    assert [v.path for v in result.violations] == ["analysis[1].tool_call_ids[0]"]
+
+
+STRUCTURE_PATHS = [
+    ("ANALYSIS_ID_MISSING", _set("analysis.1.analysis_id", " "), ["analysis[1].analysis_id"]),
+    ("ANALYSIS_ID_DUPLICATE", _set("analysis.1.analysis_id", "a1"), ["analysis[1].analysis_id"]),
+    ("ANALYSIS_KIND_MISSING", _set("analysis.2.kind", None), ["analysis[2].kind"]),
+    ("ANALYSIS_TEXT_MISSING", _set("analysis.1.text", " "), ["analysis[1].text"]),
+    ("TOOL_REFERENCE_MISSING", _set("analysis.1.tool_call_ids", []), ["analysis[1].tool_call_ids"]),
+    ("ANALYSIS_REFERENCE_MISSING", _set("conclusion.based_on_analysis_ids", []), ["conclusion.based_on_analysis_ids"]),
+    ("ANALYSIS_REFERENCE_UNKNOWN", _set("recommendations.0.based_on_analysis_ids", ["a1", "a9"]),
+     ["recommendations[0].based_on_analysis_ids[1]"]),
+    ("TEXT_MISSING", _set("recommendations.0.text", ""), ["recommendations[0].text"]),
+    ("TEXT_MISSING", _set("action_plan.0.action", ""), ["action_plan[0].action"]),
+    ("TEXT_MISSING", _set("conclusion.text", " "), ["conclusion.text"]),
+    ("LIMITATIONS_SCOPE_MISSING", _set("limitations.scope", " "), ["limitations.scope"]),
+    ("EVIDENCE_KIND_MISMATCH", _set("analysis.2.kind", "NEGATIVE_OBSERVATION"), ["analysis[2].tool_call_ids[0]"]),
+    ("NUMBER_NOT_IN_EVIDENCE", _set("recommendations.0.text", "Alert after 7 timeouts."), ["recommendations[0].text"]),
+]
+
+
+@pytest.mark.parametrize(("code", "edit", "paths"), STRUCTURE_PATHS, ids=[f"{c}-{p[0]}" for c, _, p in STRUCTURE_PATHS])
+async def test_each_violation_points_at_the_exact_field(
+    code: str, edit: Callable[[dict[str, Any]], None], paths: list[str]
+) -> None:
+    """Every code names the exact field it is about, so a repair (and an operator) can find it."""
+    result = await check(edited(edit))
+    assert [(v.code, v.path) for v in result.violations] == [(code, p) for p in paths]
+
+
+async def test_blank_padded_analysis_ids_still_close_references() -> None:
+    """Ids compare after trimming: ' a1 ' and 'a1' are the same analysis, for duplicates and for references."""
+    assert (await check(edited(_set("analysis.0.analysis_id", " a1 ")))).valid
+    result = await check(edited(_set("analysis.1.analysis_id", "a1 ")))
+    assert codes(result) == {"ANALYSIS_ID_DUPLICATE"}
