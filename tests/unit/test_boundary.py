@@ -194,10 +194,19 @@ async def test_same_provider_id_in_another_run_is_kept() -> None:
 
 
 async def test_parallel_calls_with_one_provider_id_get_distinct_ids() -> None:
-    """Concurrent calls never share an id."""
-    h = Harness(FakeTool(KB, _found(), delay_s=0.01))
-    results = await asyncio.gather(*(h.call(call_id="same") for _ in range(8)))
+    """Concurrent calls never share an id, and each id resolves to that call's own READY record and projection."""
+    h = Harness(FakeTool(KB, respond=lambda args: _found(1, text=f"answer for {args.query}"), delay_s=0.01))
+    results = await asyncio.gather(*(h.call(call_id="same", args={"query": f"q{i}"}) for i in range(8)))
     assert len({r["tool_call_id"] for r in results}) == 8
+    assert sum(r["tool_call_id"] == "same" for r in results) == 1
+    for i, result in enumerate(results):
+        record = await h.record(result["tool_call_id"])
+        assert record is not None
+        assert record.state == InvocationState.READY
+        assert record.projection == result
+        assert record.arguments == {"query": f"q{i}"}
+        assert result["evidence_blocks"][0]["text"] == f"answer for q{i}"
+    assert len(await h.canonical.list_run("run-1")) == 8
 
 
 async def test_unknown_tool_is_an_error_without_a_record() -> None:

@@ -38,6 +38,8 @@ def test_too_many_blocks_are_cut_to_fifty() -> None:
     assert len(blocks) == MAX_BLOCKS
     assert blocks[-1] == context("footer")
     assert validate_blocks(blocks) is None
+    assert "…truncated, see /diag trace r" in json.dumps(blocks[-2], ensure_ascii=False), "the cut is visible"
+    assert blocks[0] == section("line 0"), "the head of the report is kept"
 
 
 def test_per_block_caps_apply() -> None:
@@ -63,3 +65,6 @@ def test_huge_fallback_fits() -> None:
     fb = FallbackMessage(stage="s" * 2000, reason="r" * 2000, observed_facts=facts, next_steps=["n" * 1000] * 30)
     msg = render_outcome(ReleaseOutcome(run_id="run_f", outcome=Outcome.SAFE_FALLBACK, fallback=fb))
     assert validate_blocks(msg.blocks) is None
+    assert len(msg.blocks) <= MAX_BLOCKS
+    assert len(json.dumps(msg.blocks)) <= MAX_TOTAL_CHARS
+    assert "…truncated, see /diag trace run_f" in json.dumps(msg.blocks, ensure_ascii=False)
