@@ -116,3 +116,15 @@ async def test_store_failure_during_trace_answers_briefly_without_internals(harn
     await harness.send.button("run_abc", user="U1", response_url=harness.slack.response_url())
     answer = await harness.slack.next_response()
     assert "try again" in str(answer["text"])
+
+
+async def test_denied_cancel_leaves_the_running_run_alone(harness: Harness) -> None:
+    """A non-member's /diag cancel of a run that is really running is denied *and* has no effect: the run finishes."""
+    harness.chat.delay_s = 0.5
+    await harness.send.event(mention(ts="11.0"))
+    await asyncio.wait_for(harness.chat.started.wait(), 5)
+    assert (await _command(harness, "cancel run_1", user="U9"))["text"] == DENIAL
+    assert (await _command(harness, "cancel run_1", user="U1", team="T2"))["text"] == DENIAL
+    await harness.settle()
+    final = harness.slack.calls_of("chat.update")[-1].params
+    assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
