@@ -366,6 +366,10 @@ async def test_only_the_latest_diagnosis_success_carries_forward(rig: Rig) -> No
     for absent in (first.run_id, "OLDER-REPORT-MARKER", knowledge.run_id, "KNOWLEDGE-ANSWER-MARKER",
                    fallback.run_id, "FALLBACK-DRAFT-MARKER", "JUDGE-REASON-MARKER"):
         assert absent not in user_part, absent
+    judge = [r for r in rig.server.requests[before:] if r["messages"][0]["content"].startswith("# Semantic Guard")]
+    assert len(judge) == 1
+    assert "NEWER-REPORT-MARKER" not in json.dumps(judge), "the SemanticGuard never sees previous turns"
+    assert "Previous published report" not in json.dumps(judge)
 
 
 async def test_citing_previous_runs_call_ids_is_blocked(rig: Rig) -> None:
@@ -471,6 +475,10 @@ async def test_timeline_holds_no_payload_prompt_or_reasoning(server: FakeOpenAIS
                        "REASONING-MARKER", "# Diagnosis Agent", "# Semantic Guard", "# Intent Router"):
             assert marker not in dumped, marker
         assert "REASONING-MARKER" not in outcome.model_dump_json()
+        judge = [r for r in server.requests if r["messages"][0]["content"].startswith("# Semantic Guard")]
+        assert judge, "the semantic guard was asked"
+        assert "REASONING-MARKER" not in json.dumps(judge), "reasoning never reaches the snapshot or the judge"
+        assert "PROMPT-MARKER-4f0d" not in json.dumps(judge[0]["messages"][1:]), "the judge's input holds no prompt"
     finally:
         await rig.services.aclose()
 
