@@ -28,7 +28,7 @@ from core.contracts.evidence import (
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.ports import AuditStore, CanonicalStore, Tool
-from core.projection import MIN_PROJECTION_BYTES, project, projection_size
+from core.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
 from core.run_context import RunContext
 
 logger = logging.getLogger(__name__)
@@ -174,6 +174,10 @@ class ToolBoundary:
                 arguments = json.loads(arguments)
             except ValueError:
                 return ToolError(code="INVALID_ARGUMENTS", message="Arguments are not valid JSON; send one JSON object.")
+            if not isinstance(arguments, dict):
+                return ToolError(code="INVALID_ARGUMENTS", message="Arguments must be a JSON object of named fields.")
+            decoded: dict[str, Any] = arguments  # fresh from json.loads: already only what JSON can carry
+            return decoded
         if not isinstance(arguments, dict):
             return ToolError(code="INVALID_ARGUMENTS", message="Arguments must be a JSON object of named fields.")
         # Direct callers may pass Python values; keep only what JSON can carry so the record always serialises.
@@ -262,7 +266,7 @@ class ToolBoundary:
         if raw is not None and raw.effective_arguments:
             # The backend's resolved arguments (e.g. the default time window) are what grounding checks against.
             call.effective = {**call.effective, **to_jsonable_python(raw.effective_arguments, fallback=str)}
-        projection = self._project(call, raw, error)
+        projection, size = self._project(call, raw, error)
         if write_record and call.tool_name is not None:
             state = InvocationState.FAILED if error is not None else InvocationState.READY
             record = self._record(call, state, raw, projection, error, duration_ms)
@@ -272,7 +276,6 @@ class ToolBoundary:
                 if error is None:  # a result nobody can verify must not reach the agent as evidence
                     return await self._store_down(call)
                 logger.warning("canonical store down; FAILED record of %s not written", call.call_id)
-        size = projection_size(projection)
         call.ctx.observation_bytes += size - call.reserved_bytes
         call.reserved_bytes = 0
         code = None if projection.get("error") is None else projection["error"]["code"]
@@ -290,10 +293,11 @@ class ToolBoundary:
         await self._progress(call, summary)
         return projection
 
-    def _project(self, call: _Call, raw: RawResult | None, error: ToolError | None) -> dict[str, Any]:
+    def _project(self, call: _Call, raw: RawResult | None, error: ToolError | None) -> tuple[dict[str, Any], int]:
+        """The projection and its projection_size."""
         if call.tool_name is None:
             # An unknown tool has no projection model; the same envelope keeps the agent's parsing uniform.
-            return {
+            unknown = {
                 "tool_call_id": call.call_id,
                 "tool_name": call.name[:64],
                 "evidence_status": EvidenceStatus.ERROR.value,
@@ -301,7 +305,8 @@ class ToolBoundary:
                 "truncated": False,
                 "error": (error or ToolError(code="UNKNOWN_TOOL", message="Unknown tool.")).model_dump(),
             }
-        return project(call.call_id, call.tool_name, raw, error, max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES))
+            return unknown, projection_size(unknown)
+        return project_sized(call.call_id, call.tool_name, raw, error, max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES))
 
     async def _audit_call(
         self, call: _Call, projection: dict[str, Any], size: int, raw: RawResult | None, code: str | None, duration_ms: float

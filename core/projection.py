@@ -219,12 +219,26 @@ def project(
     max_item_chars: int = 500,
 ) -> dict[str, Any]:
     """Build the bounded, redacted projection JSON of one call; its compact JSON never exceeds max_bytes."""
+    return project_sized(tool_call_id, tool_name, raw, error, max_bytes, max_items, max_item_chars)[0]
+
+
+def project_sized(
+    tool_call_id: str,
+    tool_name: ToolName,
+    raw: RawResult | None,
+    error: ToolError | None,
+    max_bytes: int = 8192,
+    max_items: int = 50,
+    max_item_chars: int = 500,
+) -> tuple[dict[str, Any], int]:
+    """project() and the projection_size() of its result (measured once, as the bound check already does)."""
     if max_bytes < MIN_PROJECTION_BYTES:
         raise ValueError(f"max_bytes must be at least {MIN_PROJECTION_BYTES}, got {max_bytes}")
     tool_name = ToolName(tool_name)
     if error is not None or raw is None:
         fallback = ToolError(code="BACKEND_ERROR", message="The tool returned no result.")
-        return _error_projection(tool_call_id, tool_name, error or fallback)
+        failed = _error_projection(tool_call_id, tool_name, error or fallback)
+        return failed, projection_size(failed)
 
     found = _has_items(tool_name, raw)
     raw_len = len(raw.rows) if tool_name == ToolName.QUERY_MYSQL else len(raw.items)
@@ -245,10 +259,11 @@ def project(
             truncated = cut.happened or keep < len(items)
             model = envelope.model_copy(update={field: items[:keep], "truncated": truncated})
             result = model.model_dump(mode="json")
-            if projection_size(result) <= max_bytes:
-                return result
+            size = projection_size(result)
+            if size <= max_bytes:
+                return result, size
         # Not even one item fits: shorten texts and columns, then try again.
         limits = _Limits(limits.item_chars // 2, max(1, limits.columns // 2))
-    empty = _envelope(tool_name, None, _Limits(0, 0), truncated=True, **common)
-    return empty.model_dump(mode="json")
+    empty = _envelope(tool_name, None, _Limits(0, 0), truncated=True, **common).model_dump(mode="json")
+    return empty, projection_size(empty)
 

@@ -97,10 +97,19 @@ def _largest_fitting(low: int, high: int, fits: Callable[[int], bool]) -> int | 
 def build_judge_input(
     query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot, cap_bytes: int
 ) -> tuple[dict[str, Any], bool]:
+    """The exact judge input (query, draft, snapshot, warnings); see _judge_input."""
+    body, shortened, _ = _judge_input(query, draft, snapshot, cap_bytes)
+    return body, shortened
+
+
+def _judge_input(
+    query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot, cap_bytes: int
+) -> tuple[dict[str, Any], bool, str | None]:
     """The exact judge input (query, draft, snapshot, warnings); snapshot items are shortened evenly to fit the cap.
 
     First every item string is cut to the same length; if even the shortest allowed strings do not fit, every
     projection keeps the same number of leading items and says how many it omitted. The draft is never touched.
+    Third: json.dumps(body, ensure_ascii=False) when it was already made to measure the body (else None).
     """
 
     def payload(char_limit: int | None, item_limit: int | None = None) -> dict[str, Any]:
@@ -121,17 +130,22 @@ def build_judge_input(
         return _size(body) <= cap_bytes
 
     full = payload(None)
-    if fits(full):
-        return full, False
+    try:
+        # Plain JSON (always, in practice): the text the judge sends, whose size is also _size(full).
+        text: str | None = json.dumps(full, ensure_ascii=False)
+    except (TypeError, ValueError):
+        text = None
+    if (len(text.encode("utf-8")) if text is not None else _size(full)) <= cap_bytes:
+        return full, False, text
     longest, most = _longest(snapshot.projections)
     if fits(payload(MIN_STRING_CHARS)):
         chars = _largest_fitting(MIN_STRING_CHARS, max(MIN_STRING_CHARS, longest), lambda n: fits(payload(n)))
-        return payload(chars if chars is not None else MIN_STRING_CHARS), True
+        return payload(chars if chars is not None else MIN_STRING_CHARS), True, None
     items = _largest_fitting(1, max(1, most), lambda n: fits(payload(MIN_STRING_CHARS, n)))
     best = payload(MIN_STRING_CHARS, items if items is not None else 1)
     if not fits(best):
         log.warning("semantic guard input still %d bytes over the cap after shortening", _size(best) - cap_bytes)
-    return best, True
+    return best, True, None
 
 
 def parse_verdict(content: str | None, output_cap_bytes: int) -> SemanticVerdict | None:
@@ -173,8 +187,10 @@ class LlmSemanticJudge:
 
     async def judge(self, query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot) -> SemanticVerdict:
         """Judge the whole draft against the snapshot; retry malformed answers and transport errors, then UNAVAILABLE."""
-        body, shortened = build_judge_input(query, draft, snapshot, self.input_cap_bytes)
-        messages = [system_message(self.prompts.get("semantic_guard")), user_message(json.dumps(body, ensure_ascii=False))]
+        body, shortened, text = _judge_input(query, draft, snapshot, self.input_cap_bytes)
+        if text is None:
+            text = json.dumps(body, ensure_ascii=False)
+        messages = [system_message(self.prompts.get("semantic_guard")), user_message(text)]
         problems: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
             try:

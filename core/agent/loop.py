@@ -191,7 +191,7 @@ class DiagnosisAgent:
                 wire_id = str(projection.get("tool_call_id") or state.wire_id(call.id))
                 state.used_ids.add(wire_id)
                 answers[index] = tool_message(wire_id, projection)
-                state.note_projection(projection, outcome, ctx)
+                state.note_projection(projection, outcome, ctx, answers[index]["content"])
             else:
                 wire_id = state.wire_id(call.id)
                 answers[index] = tool_message(wire_id, self._handle_other(call, outcome))
@@ -271,13 +271,31 @@ class _LoopState:
         self.used_ids.add(chosen)
         return chosen
 
-    def note_projection(self, projection: dict[str, Any], outcome: _StepOutcome, ctx: RunContext) -> None:
+    def note_projection(
+        self, projection: dict[str, Any], outcome: _StepOutcome, ctx: RunContext, wire_text: str | None = None
+    ) -> None:
+        """Count a projection; wire_text, when given, is its tool_message content (saves encoding it again)."""
         self.tool_calls += 1
-        self.observation_bytes += len(json.dumps(projection, default=str).encode())
+        if wire_text is None:
+            self.observation_bytes += len(json.dumps(projection, default=str).encode())
+        else:
+            self.observation_bytes += ascii_json_size(wire_text)
         error = projection.get("error") or {}
         code = str(error.get("code", "")) if isinstance(error, dict) else ""
         if "BUDGET" in code:
             outcome.budget_stop = budget_stop_reason(ctx)
+
+
+def ascii_json_size(text: str) -> int:
+    """len(json.dumps(v, default=str).encode()) given text = json.dumps(v, ensure_ascii=False, default=str).
+
+    The two encodings differ only in escaping: with ensure_ascii every character from U+007F up is written as
+    \\uXXXX (6 bytes), or as a surrogate pair (12 bytes) above U+FFFF, where the other writes the character itself.
+    """
+    size = len(text) + 5 * text.count("\x7f")
+    if not text.isascii():
+        size += sum(5 if ord(c) < 0x10000 else 11 for c in text if ord(c) > 0x7F)
+    return size
 
 
 def budget_stop_reason(ctx: RunContext) -> StopReason:
