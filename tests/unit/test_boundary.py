@@ -485,3 +485,24 @@ async def test_timeline_events_are_ordered_across_calls() -> None:
     events = await h.timeline_store.list("run-1")
     assert [e.seq for e in events] == [1, 2, 3]
     assert [e.summary["error_code"] for e in events] == [None, "INVALID_ARGUMENTS", "UNKNOWN_TOOL"]
+
+
+@pytest.mark.parametrize("tool_name", list(ToolName), ids=[t.value for t in ToolName])
+async def test_default_projection_bound_is_8_kib_whatever_the_raw_size(tool_name: ToolName) -> None:
+    """SPEC §3.1: with no configuration, a ~2 MB raw result of any tool comes back as at most 8 KiB, flagged."""
+    if tool_name is ToolName.QUERY_MYSQL:
+        raw = RawResult(columns=["a", "b"], rows=[["x" * 2000, "y" * 2000] for _ in range(500)], total_count=500)
+    elif tool_name is ToolName.QUERY_LOGS:
+        raw = RawResult(items=[{"timestamp": "2026-11-29T23:00:00Z", "service": "s", "level": "ERROR",
+                                "message": "m" * 4000} for _ in range(500)], total_count=500)
+    else:
+        raw = RawResult(items=[{"doc": f"d{i}.md", "heading": "h", "text": "t" * 4000, "score": 1.0} for i in range(500)],
+                        total_count=500)
+    boundary = ToolBoundary({tool_name: FakeTool(tool_name, raw)}, InMemoryCanonicalStore(), InMemoryAuditStore())
+    ctx = RunContext(run_id="r", session_key="s", query="q", timeline=RunTimeline("r", InMemoryTimelineStore()))
+    projection = await boundary.invoke(ctx, "c1", tool_name.value, {"query": "x"})
+    PROJECTION.validate_python(projection)
+    assert projection["evidence_status"] == EvidenceStatus.EVIDENCE_FOUND
+    assert projection_size(projection) <= 8192
+    assert projection["truncated"] is True
+    assert projection["count"] == 500
