@@ -111,3 +111,16 @@ async def test_secrets_in_a_tool_failure_message_never_leave_the_boundary(tool: 
              str([e.model_dump() for e in await timeline.list("run-s")]), str(updates)]
     for text in shown:
         assert [s for s in SECRETS if s in text] == [], text
+
+
+@pytest.mark.parametrize("tool", list(ToolName), ids=[t.value for t in ToolName])
+async def test_secret_in_the_agents_arguments_never_reaches_projection_audit_timeline_or_progress(tool: ToolName) -> None:
+    """Arguments are kept in the canonical record only; what leaves the boundary never repeats them."""
+    boundary, ctx, canonical, audit, timeline, updates = _harness(FakeTool(tool, _raw(tool)))
+    projection = await boundary.invoke(ctx, "call_a", tool.value, {"query": "login password=ArgS3cretPw failed"})
+    record = (await canonical.get_many("run-s", ["call_a"]))["call_a"]
+    assert record is not None
+    assert "ArgS3cretPw" in str(record.arguments), "the argument really went in"
+    for text in (str(projection), str([m.model_dump() for m in await audit.invocations("run-s")]),
+                 str([e.model_dump() for e in await timeline.list("run-s")]), str(updates)):
+        assert "ArgS3cretPw" not in text
