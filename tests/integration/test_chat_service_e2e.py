@@ -4,6 +4,7 @@ tools on the demo data, real guard and release, SQLite (and real Redis in one te
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from core.bootstrap import Services, build_services
 from core.contracts.release import FallbackType, Outcome, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, RunStatus, SessionKey, Turn
 from core.demo import DEMO_CLOCK, recorded_reply
+from core.guard.rules import load_rules
 from core.settings import PROMPTS_DIR, Settings
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.kv import RedisKV
@@ -147,8 +149,12 @@ async def test_grounded_diagnosis_is_published_with_ordered_timeline(rig: Rig) -
     assert run is not None
     assert run.status is RunStatus.FINISHED
     assert run.published_report is not None
-    assert run.rule_set_version
-    assert set(run.prompt_hashes) >= {"diagnosis_agent", "semantic_guard"}
+    assert run.rule_set_version == load_rules().rule_set_version
+    expected = {p.stem: hashlib.sha256(p.read_text(encoding="utf-8").encode("utf-8")).hexdigest()
+                for p in PROMPTS_DIR.glob("*.md")}
+    assert set(run.prompt_hashes) >= {"diagnosis_agent", "semantic_guard", "evidence_repair", "intent_router"}
+    for name, digest in run.prompt_hashes.items():
+        assert digest == expected[name], f"{name}: the run records the content hash of the prompt it ran under"
     assert run.models["agent"] == "test-model"
 
 
