@@ -150,3 +150,29 @@ def test_timeline_renders_events_in_order_and_long_traces_fit() -> None:
     many = [TimelineEvent(run_id="run_t", seq=i, type=EventType.MODEL_CALL, at=t0, summary={"x": "y" * 300})
             for i in range(300)]
     assert validate_blocks(fit_blocks(timeline_blocks(run, many))) is None
+
+
+def test_tool_text_in_every_rendered_field_cannot_ping_or_link() -> None:
+    """A log line echoed into any part of a report, a fallback or a knowledge answer never becomes a Slack mention,
+    broadcast or link: every field of every outcome kind goes through escaping."""
+    from tests.bot.fake_chat import success_outcome
+
+    bad = "<!channel> <!here> <@U123> <#C9> <https://evil.example|click>"
+    report = success_outcome("run_x")
+    assert report.report is not None
+    draft = report.report.draft
+    assert draft.conclusion is not None
+    draft.analysis[0].text = draft.conclusion.text = draft.limitations.scope = bad
+    draft.limitations.missing_info = [bad]
+    report.report.sources[0].label = bad
+    fact = ObservedFact(text=bad, tool_call_id="c", tool_name=ToolName.QUERY_LOGS, evidence_status=EvidenceStatus.NO_EVIDENCE)
+    fallback = ReleaseOutcome(run_id="r", outcome=Outcome.SAFE_FALLBACK, fallback_type=FallbackType.SEMANTIC_UNSUPPORTED,
+                              fallback=FallbackMessage(stage=bad, reason=bad, observed_facts=[fact], next_steps=[bad]))
+    answer = KnowledgeAnswer(answer=bad, citations=[KnowledgeCitation(tool_call_id="k", doc=bad)])
+    knowledge = ReleaseOutcome(run_id="k", intent="KNOWLEDGE", outcome=Outcome.SUCCESS,
+                               knowledge=KnowledgeResult(answer=answer, documents_found=[bad]))
+    for outcome in (report, fallback, knowledge):
+        msg = render_outcome(outcome)
+        rendered = json.dumps(msg.blocks) + msg.text
+        for dangerous in ("<!channel>", "<!here>", "<@U123>", "<#C9>", "<https://evil"):
+            assert dangerous not in rendered, (outcome.outcome, dangerous)
