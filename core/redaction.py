@@ -11,8 +11,8 @@ REDACTED = "[REDACTED]"
 # Names whose values are secrets end with one of these words: `db_password`, `SLACK_BOT_TOKEN`, `api-key`...
 # The keyword must end the name, so `max_tokens` or `password_policy` are not secrets.
 _SECRET_WORD = (
-    r"(?:password|passwd|pwd|secret|api[_-]?key|apikey|access[_-]?key|private[_-]?key"
-    r"|token|credentials?|session[_-]?id|cookie)"
+    r"(?:password|passwd|passphrase|pwd|secret|secret[_-]?key[_-]?base|api[_-]?key|apikey|access[_-]?key"
+    r"|account[_-]?key|private[_-]?key|token|credentials?|session[_-]?id|cookie)"
 )
 _SECRET_KEY_RE = re.compile(rf"(?i)[\w.-]*?{_SECRET_WORD}")
 
@@ -24,7 +24,8 @@ _RULES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     # A block cut before its END line (by a size cap upstream) is still hidden up to the end of the text.
     ("pem", ("-----begin",),
      r"(?P<pem>-----BEGIN[A-Z0-9 ]*PRIVATE\ KEY-----(?:[\s\S]*?-----END[A-Z0-9 ]*PRIVATE\ KEY-----|[\s\S]*))"),
-    ("dsn", ("://",), r"(?P<dsn>://[^:/@\s\"']+:)(?P<dsn_pass>[^@\s/\"']+)(?=@)"),
+    # The user part may be empty: `redis://:password@host` is the usual REDIS_URL form.
+    ("dsn", ("://",), r"(?P<dsn>://[^:/@\s\"']*:)(?P<dsn_pass>[^@\s/\"']+)(?=@)"),
     ("auth", ("authorization",),
      r"(?P<auth>authorization[\"']?\s*[:=]\s*)(?P<auth_val>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\r\n,;\"']+)"),
     ("kv", ("pass", "pwd", "secret", "key", "token", "credential", "session", "cookie"),

@@ -130,11 +130,23 @@ def test_long_and_short_keys_are_classified_alike() -> None:
     assert not is_secret_key("x" * 100 + "_tokens")
 
 
-@pytest.mark.xfail(strict=True, reason="BUG core/redaction.py: the DSN rule needs a non-empty user before ':', so "
-                   "redis://:password@host (the usual REDIS_URL form) keeps its password")
 @pytest.mark.parametrize(
     "text", ["REDIS_URL=redis://:r3d1sOnlyPw@cache:6379/0", "connect to rediss://:r3d1sOnlyPw@cache:6380 failed"]
 )
 def test_dsn_with_empty_user_and_password_is_redacted(text: str) -> None:
     """SPEC §3.1: DSNs with credentials are redacted, including the password-only form of Redis URLs."""
     assert "r3d1sOnlyPw" not in redact(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        ("DefaultEndpointsProtocol=https;AccountName=shop;AccountKey=Zm9vYmFyYmF6cXV4MTIz==;EndpointSuffix=x",
+         "Zm9vYmFyYmF6cXV4MTIz"),
+        ("ssh passphrase=correct-horse-battery", "correct-horse-battery"),
+        ("SECRET_KEY_BASE=9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
+    ],
+)
+def test_more_secret_formats_are_redacted(text: str, secret: str) -> None:
+    """Azure storage account keys, passphrases and Rails' secret_key_base are secrets too."""
+    assert secret not in redact(text)
