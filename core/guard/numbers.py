@@ -3,7 +3,8 @@
 A number is a maximal run of digits possibly joined by `.`, `,` or `:` (`4.18.0`, `23:05:28`, `1,024`);
 `92%` is `92`, `12s` is `12`, and a sentence-final `.` is not part of it. Digits glued *after* a letter,
 digit or `_` belong to a word, not a number (`a1`, `p99`, `HikariPool1`, `call_12`, `k8s`), with two
-exceptions: a lone `v` prefix (`v4.18.0` is the number `4.18.0`) and the `T` of an ISO timestamp
+exceptions: a lone `v` or `x` prefix (`v4.18.0` is the number `4.18.0`, "OOMKilled x3" states the count `3`,
+`x86` is `86`) and the `T` of an ISO timestamp
 (`2026-11-29T23:05:28Z` yields `23:05:28`). After a `-` or a space digits are a number (`HikariPool-1` -> `1`).
 HTTP status classes (`5xx`) are words. Thousands separators are normalised (`1,024` == `1024`).
 
@@ -23,7 +24,7 @@ from typing import Any
 import orjson
 
 # The leading (?=\d) lets every non-digit position fail at once, before the lookbehinds run (2-3x faster).
-_NUMBER = re.compile(r"(?=\d)(?:(?<!\w)|(?<=\dT)|(?<=(?<!\w)[vV]))((?>\d+(?:[.,:]\d+)*))(?![xX]{2}\b)")
+_NUMBER = re.compile(r"(?=\d)(?:(?<!\w)|(?<=\dT)|(?<=(?<!\w)[vVxX]))((?>\d+(?:[.,:]\d+)*))(?![xX]{2}\b)")
 _THOUSANDS = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")
 _INT = re.compile(r"\d+")
 _WHOLE_FLOAT = re.compile(r"(\d+)\.0+")
@@ -45,7 +46,7 @@ def _starts_number(text: str, start: int) -> bool:
     before = text[start - 1]
     if before == "T":
         return start >= 2 and text[start - 2].isdigit()
-    return before in "vV" and (start < 2 or not _is_word(text[start - 2]))
+    return before in "vVxX" and (start < 2 or not _is_word(text[start - 2]))
 
 
 # Projection keys that identify the call rather than describe evidence: never grounding sources.

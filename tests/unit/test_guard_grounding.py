@@ -159,9 +159,6 @@ async def test_item_answers_follow_the_evidence_and_the_rules() -> None:
     assert _ungrounded(await EvidenceGuard(store, lenient).check(RUN, DiagnosisDraft.model_validate(_with_a1(text)))) == []
 
 
-@pytest.mark.xfail(strict=True, reason="BUG: digits glued after a letter are treated as identifiers, so a multiplier "
-                   "('x12', 'OOMKilled x3') or a time like '23h05' escapes numeric grounding (SPEC §5: every maximal "
-                   "digit run is a number)")
 @pytest.mark.parametrize("text", ["The pod was OOMKilled x3 since the deploy.", "Requests timed out x12 in a row."])
 async def test_multiplier_counts_are_numbers_to_ground(text: str) -> None:
     """'x3' states a count the evidence never showed, exactly like 'OOM 3 times'."""

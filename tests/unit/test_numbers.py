@@ -144,3 +144,13 @@ def test_kept_answers_agree_with_full_tokenisation() -> None:
             for number in sorted(candidates | full):
                 assert kept.grounds(number) == (number in full), number
     assert len(cache) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("OOMKilled x3 since", ["3"]), ("retried X12 times", ["12"]), ("on x86 nodes", ["86"]), ("flag 0x1F set", ["0"]),
+     ("max12 limit", [])],
+)
+def test_a_lone_x_prefix_states_a_number(text: str, expected: list[str]) -> None:
+    """'x3' is a count like '3 times'; an x glued inside a word (0x1F, max12) does not start a number."""
+    assert numbers_in(text) == expected
