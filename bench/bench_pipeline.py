@@ -53,7 +53,7 @@ def respond(request: dict[str, Any], delay_s: float) -> dict[str, Any]:
     if not results:
         arguments = {"service": "order-service", "query": "HikariPool", "level": "ERROR"}
         return {"tool_calls": [{"id": "call_logs", "name": "query_logs", "arguments": arguments}], "delay_s": delay_s}
-    call_id = json.loads(results[0]["content"])["tool_call_id"]
+    call_id = orjson.loads(results[0]["content"])["tool_call_id"]  # the model's own reading: not pipeline CPU
     draft = {
         "conclusion": None,
         "analysis": [{"analysis_id": "a1", "kind": "NORMAL", "tool_call_ids": [call_id],

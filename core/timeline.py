@@ -29,8 +29,20 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _text(value: str) -> str:
+    text = redact(value[: MAX_STRING_CHARS * 4])
+    if len(text) > MAX_STRING_CHARS:
+        text = text[: MAX_STRING_CHARS - len(_MARKER)] + _MARKER
+    return text
+
+
 def _scalar(value: Any) -> tuple[bool, Scalar]:
     """(kept, value): enums become their value, strings are redacted and capped, anything else is dropped."""
+    kind = type(value)  # exact builtin types first: the common case, and none of them is an Enum
+    if kind is str:
+        return True, _text(value)
+    if kind is int or kind is bool or value is None:
+        return True, value
     if isinstance(value, Enum):
         value = value.value
     if value is None or isinstance(value, bool | int):
@@ -38,10 +50,7 @@ def _scalar(value: Any) -> tuple[bool, Scalar]:
     if isinstance(value, float):
         return True, value if math.isfinite(value) else None
     if isinstance(value, str):
-        text = redact(value[: MAX_STRING_CHARS * 4])
-        if len(text) > MAX_STRING_CHARS:
-            text = text[: MAX_STRING_CHARS - len(_MARKER)] + _MARKER
-        return True, text
+        return True, _text(value)
     return False, None
 
 
