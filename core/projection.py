@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
 
@@ -44,16 +44,17 @@ def projection_size(projection: dict[str, Any]) -> int:
     return len(json.dumps(projection, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode())
 
 
-def clean_text(value: Any, limit: int) -> tuple[str, bool]:
+def clean_text(value: Any, limit: int, redactor: Callable[[str], str] = redact) -> tuple[str, bool]:
     """Redact then cap a text to `limit` characters (marker included); returns (text, was_cut).
 
     Only a window of the input is redacted, so a 10 MB string costs about as much as a short one; the window
     grows when redaction shrank it so much that text near the window's end would become visible.
+    `redactor` must return what redact() returns (e.g. a memo of it).
     """
     text = value if isinstance(value, str) else str(value)
     window = limit * 4 + 256
     while True:
-        redacted = redact(text[:window])
+        redacted = redactor(text[:window])
         if window >= len(text) or len(redacted) >= limit + 256:
             break
         window *= 4
@@ -72,12 +73,21 @@ class _Limits:
 
 @dataclass
 class _Cut:
-    """Collects whether anything was shortened or dropped while building items."""
+    """Collects whether anything was shortened or dropped while building items; redacts through a memo."""
 
     happened: bool = False
+    memo: dict[str, str] = field(default_factory=dict)
+    """text -> redact(text) within one projection: field values, services, levels and messages repeat across
+    items, and redact is a pure function of the text, so each distinct text is scanned once."""
+
+    def redact(self, text: str) -> str:
+        out = self.memo.get(text)
+        if out is None:
+            out = self.memo[text] = redact(text)
+        return out
 
     def text(self, value: Any, limit: int) -> str:
-        out, cut = clean_text(value, limit)
+        out, cut = clean_text(value, limit, self.redact)
         self.happened |= cut
         return out
 
@@ -111,7 +121,7 @@ def _knowledge_block(item: dict[str, Any], limits: _Limits, cut: _Cut) -> Knowle
     )
 
 
-def _short_fields(item: dict[str, Any]) -> dict[str, Any]:
+def _short_fields(item: dict[str, Any], redactor: Callable[[str], str] = redact) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for key, value in item.items():
         if len(fields) >= _MAX_FIELDS:
@@ -123,7 +133,7 @@ def _short_fields(item: dict[str, Any]) -> dict[str, Any]:
         elif value is None or isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
             fields[key] = value
         elif isinstance(value, str) and len(value) <= _MAX_FIELD_VALUE_CHARS:
-            fields[key] = redact(value)
+            fields[key] = redactor(value)
     return fields
 
 
@@ -133,7 +143,7 @@ def _log_line(item: dict[str, Any], limits: _Limits, cut: _Cut) -> LogLine:
         service=cut.text(item.get("service", ""), 100),
         level=cut.text(item.get("level", ""), 16),
         message=cut.text(item.get("message", ""), limits.item_chars),
-        fields=_short_fields(item),
+        fields=_short_fields(item, cut.redact),
     )
 
 
@@ -249,8 +259,10 @@ def project_sized(
     }
     field = _ITEMS_FIELD[tool_name]
     limits, limit = _Limits(max_item_chars, _MAX_COLUMNS), max(1, max_items)
+    memo: dict[str, str] = {}
     for _ in range(_SHRINK_LEVELS):
-        cut = _Cut(happened=raw_len > limit or (tool_name == ToolName.QUERY_MYSQL and len(raw.columns) > limits.columns))
+        cut = _Cut(happened=raw_len > limit or (tool_name == ToolName.QUERY_MYSQL and len(raw.columns) > limits.columns),
+                   memo=memo)
         items = _items(tool_name, raw, limit, limits, cut)
         envelope = _envelope(tool_name, raw, limits, truncated=False, **common)
         base = projection_size(envelope.model_dump(mode="json"))
