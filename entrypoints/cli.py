@@ -130,7 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "tool":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+    # A server says what it is doing at INFO (never payloads, prompts or reasoning); one-shot commands stay quiet.
+    logging.basicConfig(level=logging.INFO if args.verbose or args.command == "serve" else logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = Settings()
