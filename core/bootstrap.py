@@ -17,12 +17,14 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from sqlalchemy.exc import SQLAlchemyError
 
 from core.agent.loop import DiagnosisAgent
 from core.boundary import ToolBoundary
 from core.chat_service import ChatService, RunVersions
 from core.contracts.evidence import ToolName
 from core.contracts.run import Budgets
+from core.errors import StoreUnavailable
 from core.evidence_repair import LlmEvidenceRepairer
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
@@ -163,7 +165,11 @@ async def build_services(
         if runs is None or timeline_store is None or audit is None:
             database = Database(settings.database_url)
             closers.append(database.dispose)
-            await database.create_all()
+            try:
+                await database.create_all()
+            except (OSError, SQLAlchemyError) as exc:  # unreachable, refused, bad credentials: say which store
+                cause = getattr(exc, "orig", None) or exc  # the driver's error names the problem (no secrets)
+                raise StoreUnavailable("database (DATABASE_URL)", type(cause).__name__) from exc
             audit = audit or SqlAuditStore(database)
             runs = runs or SqlRunStore(database)
             timeline_store = timeline_store or SqlTimelineStore(database)

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ValidationError
 from core.bootstrap import MODEL_HINT, ModelNotConfigured, build_services, model_configured
 from core.contracts.evidence import ToolName
 from core.contracts.run import SessionKey, Turn
+from core.errors import StoreUnavailable
 from core.outcome_text import render_outcome, render_timeline
 from core.run_context import RunContext
 from core.settings import Settings
@@ -144,6 +145,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(_dispatch(parser, args, rest, settings))
     except ModelNotConfigured as exc:
         print(f"diagbot: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except StoreUnavailable as exc:  # e.g. DATABASE_URL unreachable at start-up
+        print(f"diagbot: {exc}; check the URL and that the server is running", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as exc:  # a setting our code rejected with a clear message (URLs, backends, bounds)
+        print(f"diagbot: invalid configuration: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         return 130

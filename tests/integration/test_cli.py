@@ -140,3 +140,23 @@ def test_serve_without_model_configuration_exits_2(capsys: pytest.CaptureFixture
     """`diagbot serve` refuses to start a bot that could only fail every run, and says what to set."""
     assert main(["serve"]) == 2
     assert "DIAG_MODEL" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("database_url", "expected"),
+    [
+        ("postgresql://diag:s3cretpw@127.0.0.1:5999/diag", "database (DATABASE_URL) unavailable"),
+        ("postgresql://postgres:s3cretpw@127.0.0.1:5432/no_such_db_for_diagbot", "database (DATABASE_URL) unavailable"),
+        ("not a url", "invalid configuration"),
+    ],
+)
+def test_unusable_database_is_one_clear_line_without_secrets(
+    database_url: str, expected: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An unreachable or missing database, or a malformed URL: exit 2, one line saying which setting, no password."""
+    monkeypatch.setenv("DATABASE_URL", database_url)
+    assert main(["trace", "run_x"]) == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert "Traceback" not in err
+    assert "s3cretpw" not in err
