@@ -31,10 +31,11 @@ from slack_sdk.web.async_client import AsyncWebClient
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.app import build_bot
-from bot.serve import build_web_app, tune_gc_for_serving
+from bot.serve import build_web_app
 from core.contracts.release import Outcome, ReleaseOutcome
 from core.contracts.run import RunRecord, TimelineEvent, Turn
 from core.ports import ProgressSink
+from core.runtime import tune_gc
 from core.settings import Settings
 from core.stores.kv import InMemoryKV
 from tests.fakes.slack_server import FakeSlack
@@ -146,7 +147,7 @@ def serve_app(kind: str, slack_url: str, port_queue: Any) -> None:
                 return None
 
             web_app = bare.web_app(path="/slack/events")
-        tune_gc_for_serving()  # as `diagbot serve` does; applied to the bare app too, so only the adapter differs
+        tune_gc()  # as `diagbot serve` does; applied to the bare app too, so only the adapter differs
         runner = web.AppRunner(web_app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)

@@ -34,6 +34,7 @@ from core.contracts.run import SessionKey, Turn
 from core.demo import DEMO_CLOCK
 from core.llm.model import ModelReply
 from core.llm.openai_model import parse_completion
+from core.runtime import tune_gc
 from core.settings import Settings
 from core.stores.memory import InMemoryAuditStore, InMemoryRunStore, InMemoryTimelineStore
 from core.testing.openai_server import FakeOpenAIServer
@@ -136,6 +137,7 @@ async def measure(base_url: str, delay_s: float, counts: list[int], stores: str,
         if model == "inprocess":
             overrides["model"] = DelayedModel(delay_s)
         services = await build_services(settings, **overrides)
+        tune_gc()  # as `diagbot serve` does after start-up: the bench measures the production configuration
         transport = "local OpenAI-compatible server (separate process) through the openai SDK" if model == "http" else \
             "in-process scripted model (no HTTP, no SDK)"
         print(f"\n-- model: {transport}; stores: in-process canonical/KV + "

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import inspect
 import logging
 import signal
@@ -16,6 +15,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.app import build_bot
 from core.ports import ChatServicePort, KeyValueStore
+from core.runtime import tune_gc
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -24,9 +24,6 @@ EVENTS_PATH = "/slack/events"
 # apps.connections.open errors that no retry will fix: fail at start-up with a clear message.
 FATAL_TOKEN_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
                                 "not_allowed_token_type", "missing_scope"})
-# A young generation this size is collected in well under a millisecond; the default (700) collects so often
-# under event bursts that collections pile into the ack path.
-GC_GEN0_THRESHOLD = 50_000
 
 
 class ServingServices(Protocol):
@@ -37,18 +34,6 @@ class ServingServices(Protocol):
 
     @property
     def kv(self) -> KeyValueStore: ...
-
-
-def tune_gc_for_serving() -> None:
-    """Freeze the startup heap and collect the young generation less often.
-
-    Modules, settings, compiled schemas and clients built at startup live for the whole process; left in the
-    collected generations, every full collection rescans them, which bench/bench_ack.py measured as ~40 ms
-    stalls in the ack path with hundreds of runs in flight. Frozen, collections only see request garbage.
-    """
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_GEN0_THRESHOLD, 20, 20)
 
 
 async def _healthz(_: web.Request) -> web.Response:
@@ -133,7 +118,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     if services is None:
         services = owned = await _build_services(settings)
     bot = build_bot(settings, services.chat_service, services.kv)
-    tune_gc_for_serving()
+    tune_gc()
     stop = stop or _stop_event()
     try:
         if settings.slack_app_token is not None:

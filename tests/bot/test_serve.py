@@ -12,7 +12,8 @@ import aiohttp
 import pytest
 from pydantic import SecretStr
 
-from bot.serve import GC_GEN0_THRESHOLD, serve
+from bot.serve import serve
+from core.runtime import GC_GEN0_THRESHOLD
 from core.settings import Settings
 from tests.bot.slack_requests import SECRET, SlackSender, mention
 from tests.fakes.slack_server import FakeSlack
