@@ -29,7 +29,7 @@ from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.ports import AuditStore, CanonicalStore, Tool
 from core.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
-from core.run_context import RunContext
+from core.run_context import CancelScope, RunContext
 
 logger = logging.getLogger(__name__)
 
@@ -188,32 +188,40 @@ class ToolBoundary:
         """Run the tool under the per-tool timeout (capped by the deadline), stopping early on cancellation."""
         name = call.name
         timeout = min(call.ctx.budgets.tool_timeout_s, call.ctx.seconds_left())
-        run_task = asyncio.ensure_future(tool.run(args))
-        cancel_task = asyncio.ensure_future(call.ctx.cancelled.wait())
-        try:
-            done, _ = await asyncio.wait({run_task, cancel_task}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (run_task, cancel_task):
-                task.cancel()
-            await asyncio.gather(run_task, cancel_task, return_exceptions=True)
-        if run_task in done and not run_task.cancelled():
-            exc = run_task.exception()
-            if exc is None:
-                result = run_task.result()
-                if isinstance(result, RawResult):
-                    return self._measured(call, result)
-                logger.warning("tool %s returned %s instead of RawResult", name, type(result).__name__)
-            elif isinstance(exc, ToolFailure):
-                return ToolError(code=exc.code, message=exc.message)
-            elif not isinstance(exc, Exception):
-                raise exc
-            else:
-                logger.warning("tool %s call %s raised %s", name, call.call_id, type(exc).__name__)
-                logger.debug("tool %s failure detail", name, exc_info=exc)
-            return ToolError(code="BACKEND_ERROR", message=f"The {name} backend failed unexpectedly; this call is not evidence.")
-        if cancel_task in done:
+        result: object = None
+        failure: Exception | None = None
+        timed_out = False
+        with CancelScope(call.ctx.cancelled) as scope:
+            limit = asyncio.timeout(timeout)
+            try:
+                async with limit:
+                    result = await tool.run(args)
+            except TimeoutError as exc:
+                if limit.expired():
+                    timed_out = True
+                else:
+                    failure = exc
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if task is None or task.cancelling():
+                    raise
+                timed_out = True  # the tool cancelled itself: it gave no answer, as a timeout
+            except Exception as exc:
+                failure = exc
+        if scope.cancelled_caught:
             return ToolError(code="CANCELLED", message="The run was cancelled while the tool was running.")
-        return ToolError(code="TIMEOUT", message=f"{name} did not answer within {timeout:.1f} s.")
+        if timed_out:
+            return ToolError(code="TIMEOUT", message=f"{name} did not answer within {timeout:.1f} s.")
+        if failure is None:
+            if isinstance(result, RawResult):
+                return self._measured(call, result)
+            logger.warning("tool %s returned %s instead of RawResult", name, type(result).__name__)
+        elif isinstance(failure, ToolFailure):
+            return ToolError(code=failure.code, message=failure.message)
+        else:
+            logger.warning("tool %s call %s raised %s", name, call.call_id, type(failure).__name__)
+            logger.debug("tool %s failure detail", name, exc_info=failure)
+        return ToolError(code="BACKEND_ERROR", message=f"The {name} backend failed unexpectedly; this call is not evidence.")
 
     @staticmethod
     def _measured(call: _Call, raw: RawResult) -> RawResult | ToolError:

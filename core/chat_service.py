@@ -20,7 +20,7 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import FallbackMessage, Outcome, PublishedReport, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, TimelineEvent, Turn
 from core.ports import KeyValueStore, ProgressSink, RunStore, Timeline, TimelineStore
-from core.run_context import RunContext
+from core.run_context import CancelScope, RunContext
 from core.sessions import SessionGate
 
 log = logging.getLogger(__name__)
@@ -249,19 +249,12 @@ class ChatService:
 
     async def _until_cancelled(self, ctx: RunContext, work: Awaitable[T]) -> T:
         """Await work unless the cancel event fires first (RunCancelled) or the deadline passes (TimeoutError)."""
-        task = asyncio.ensure_future(work)
-        stop = asyncio.ensure_future(ctx.cancelled.wait())
-        try:
+        with CancelScope(ctx.cancelled) as scope:
             async with asyncio.timeout(ctx.seconds_left() + release_grace_s(ctx.budgets.deadline_s)):
-                done, _ = await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for pending in (stop, task):
-                if not pending.done():
-                    pending.cancel()
-            await asyncio.gather(stop, task, return_exceptions=True)
-        if task in done and not task.cancelled():
-            return task.result()
-        raise RunCancelled
+                result = await work
+        if scope.cancelled_caught:
+            raise RunCancelled
+        return result
 
     async def _dispatch(self, ctx: RunContext, record: RunRecord) -> ReleaseOutcome:
         intent = await self._route(ctx)

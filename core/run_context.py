@@ -4,10 +4,97 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from types import TracebackType
 
 from core.contracts.run import Budgets
 from core.ports import ProgressSink, Timeline
+
+
+class CancelSignal(asyncio.Event):
+    """A run's cancel event: an asyncio.Event that also calls its subscribers when it is set.
+
+    Subscribers let a CancelScope react to the cancel without a task blocked in wait() for every await it guards.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._subscribers: list[Callable[[], None]] = []
+
+    def set(self) -> None:
+        if self.is_set():
+            return
+        super().set()
+        for callback in tuple(self._subscribers):
+            callback()
+
+    def subscribe(self, callback: Callable[[], None]) -> None:
+        self._subscribers.append(callback)
+
+    def unsubscribe(self, callback: Callable[[], None]) -> None:
+        self._subscribers.remove(callback)
+
+
+class CancelScope:
+    """`with CancelScope(signal) as scope:` cancels the current task if `signal` is set while the block awaits.
+
+    The block's own awaits run in the current task (no helper tasks). When the signal fires, the task is cancelled
+    (task.cancel(), delivered at its current await) and the CancelledError this causes is absorbed on leaving the
+    block, which then sets `cancelled_caught`; the caller maps that to its own stop. As with a task dropped on
+    cancel, whatever the block returned or raised after the cancel is discarded. A cancellation requested by
+    anyone else (an enclosing scope, a timeout, the caller) still propagates: the scope only takes back its own
+    request (Task.uncancel, as asyncio.timeout does). A signal already set on entry cancels the block at its first
+    suspension; a block that finishes without suspending keeps its result, as a raced task finishing at once did.
+    """
+
+    __slots__ = ("_fired", "_handle", "_open", "_signal", "_task", "cancelled_caught")
+
+    def __init__(self, signal: CancelSignal) -> None:
+        self._signal = signal
+        self._task: asyncio.Task[object] | None = None
+        self._handle: asyncio.Handle | None = None
+        self._open = False
+        self._fired = False
+        self.cancelled_caught = False
+
+    def __enter__(self) -> CancelScope:
+        task = asyncio.current_task()
+        if task is None:
+            raise RuntimeError("CancelScope must be used inside a task")
+        self._task = task
+        self._open = True
+        self._signal.subscribe(self._on_signal)
+        if self._signal.is_set():
+            self._on_signal()
+        return self
+
+    def _on_signal(self) -> None:
+        # Deferred one loop step: set() may be called from inside this very task, which must not cancel itself
+        # while running; a callback runs only while the task is suspended.
+        if self._open and self._handle is None and self._task is not None:
+            self._handle = self._task.get_loop().call_soon(self._fire)
+
+    def _fire(self) -> None:
+        if self._open and self._task is not None:
+            self._fired = True
+            self._task.cancel()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool:
+        self._open = False
+        self._signal.unsubscribe(self._on_signal)
+        if self._handle is not None:
+            self._handle.cancel()
+        if not self._fired or self._task is None:
+            return False
+        if self._task.uncancel() > 0:
+            return False  # someone else cancelled the task too: let their cancellation through
+        if exc_type is None or issubclass(exc_type, (Exception, asyncio.CancelledError)):
+            self.cancelled_caught = True
+            return True
+        return False
 
 
 @dataclass
@@ -20,7 +107,7 @@ class RunContext:
     timeline: Timeline
     budgets: Budgets = field(default_factory=Budgets)
     progress: ProgressSink | None = None
-    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: CancelSignal = field(default_factory=CancelSignal)
     started_monotonic: float = field(default_factory=time.monotonic)
     tool_calls: int = 0
     observation_bytes: int = 0

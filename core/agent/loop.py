@@ -22,7 +22,7 @@ from core.llm.model import ChatModel, ModelReply, ModelToolCall, ModelUnavailabl
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
 from core.ports import AuditStore
 from core.prompts import PromptLibrary
-from core.run_context import RunContext
+from core.run_context import CancelScope, RunContext
 
 log = logging.getLogger(__name__)
 
@@ -73,31 +73,22 @@ class _StepOutcome:
 
 
 async def race(ctx: RunContext, work: Awaitable[T]) -> T:
-    """Await work, but stop at once on cancellation (→ 'cancelled') or at the run's deadline (→ 'deadline')."""
-    task: asyncio.Future[T] = asyncio.ensure_future(work)
-    cancel_wait = asyncio.ensure_future(ctx.cancelled.wait())
-    try:
-        async with asyncio.timeout(ctx.seconds_left()):
-            waiters: list[asyncio.Future[Any]] = [task, cancel_wait]
-            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-    except TimeoutError:
-        await _drop(task)
-        raise LoopStopped("deadline") from None
-    finally:
-        await _drop(cancel_wait)
-    if not task.done():
-        await _drop(task)
+    """Await work, but stop at once on cancellation (→ 'cancelled') or at the run's deadline (→ 'deadline').
+
+    Work runs in the current task; a cancel or the deadline cancels it there (no helper tasks per await).
+    """
+    with CancelScope(ctx.cancelled) as scope:
+        deadline = asyncio.timeout(ctx.seconds_left())
+        try:
+            async with deadline:
+                result = await work
+        except TimeoutError:
+            if deadline.expired():
+                raise LoopStopped("deadline") from None
+            raise
+    if scope.cancelled_caught:
         raise LoopStopped("cancelled")
-    return task.result()
-
-
-async def _drop(task: asyncio.Future[Any]) -> None:
-    if not task.done():
-        task.cancel()
-    try:
-        await task
-    except BaseException:  # the outcome of a task we dropped is irrelevant
-        return
+    return result
 
 
 def render_previous_report(report: PublishedReport) -> str:
@@ -181,7 +172,11 @@ class DiagnosisAgent:
             return outcome
 
         positions = [i for i, c in enumerate(reply.tool_calls) if c.name in TOOL_NAMES]
-        results = await race(ctx, asyncio.gather(*(self._invoke(ctx, reply.tool_calls[i], outcome) for i in positions)))
+        results: list[dict[str, Any]] = []
+        if len(positions) == 1:  # one call needs no gather (and no task)
+            results.append(await race(ctx, self._invoke(ctx, reply.tool_calls[positions[0]], outcome)))
+        elif positions:
+            results = await race(ctx, asyncio.gather(*(self._invoke(ctx, reply.tool_calls[i], outcome) for i in positions)))
         projections = dict(zip(positions, results, strict=True))  # by position: identical calls may repeat
         answers: dict[int, dict[str, Any]] = {}
         wire_ids: list[str] = []
