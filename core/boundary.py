@@ -191,6 +191,8 @@ class ToolBoundary:
         result: object = None
         failure: Exception | None = None
         timed_out = False
+        current = asyncio.current_task()
+        cancelling = current.cancelling() if current is not None else 0
         with CancelScope(call.ctx.cancelled) as scope:
             limit = asyncio.timeout(timeout)
             try:
@@ -202,8 +204,7 @@ class ToolBoundary:
                 else:
                     failure = exc
             except asyncio.CancelledError:
-                task = asyncio.current_task()
-                if task is None or task.cancelling():
+                if current is None or current.cancelling() > cancelling:
                     raise
                 timed_out = True  # the tool cancelled itself: it gave no answer, as a timeout
             except Exception as exc:

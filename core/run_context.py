@@ -48,7 +48,7 @@ class CancelScope:
     suspension; a block that finishes without suspending keeps its result, as a raced task finishing at once did.
     """
 
-    __slots__ = ("_fired", "_handle", "_open", "_signal", "_task", "cancelled_caught")
+    __slots__ = ("_cancelling", "_fired", "_handle", "_open", "_signal", "_task", "cancelled_caught")
 
     def __init__(self, signal: CancelSignal) -> None:
         self._signal = signal
@@ -56,6 +56,7 @@ class CancelScope:
         self._handle: asyncio.Handle | None = None
         self._open = False
         self._fired = False
+        self._cancelling = 0
         self.cancelled_caught = False
 
     def __enter__(self) -> CancelScope:
@@ -63,6 +64,7 @@ class CancelScope:
         if task is None:
             raise RuntimeError("CancelScope must be used inside a task")
         self._task = task
+        self._cancelling = task.cancelling()  # requests older than the scope are not its own (as asyncio.timeout)
         self._open = True
         self._signal.subscribe(self._on_signal)
         if self._signal.is_set():
@@ -89,7 +91,7 @@ class CancelScope:
             self._handle.cancel()
         if not self._fired or self._task is None:
             return False
-        if self._task.uncancel() > 0:
+        if self._task.uncancel() > self._cancelling:
             return False  # someone else cancelled the task too: let their cancellation through
         if exc_type is None or issubclass(exc_type, (Exception, asyncio.CancelledError)):
             self.cancelled_caught = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import pytest
 
@@ -90,3 +91,21 @@ async def test_already_set_cancels_at_the_first_suspension_only() -> None:
     with CancelScope(signal) as suspended:
         await asyncio.sleep(5)
     assert suspended.cancelled_caught
+
+
+async def test_an_earlier_swallowed_cancel_does_not_hide_the_scopes_own() -> None:
+    """Cancel requests older than the scope (caught without uncancel) are not mistaken for someone else's."""
+    signal = CancelSignal()
+
+    async def guarded() -> bool:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):  # swallowed without uncancel(): cancelling() stays 1
+            await asyncio.sleep(1)
+        asyncio.get_running_loop().call_later(0.01, signal.set)
+        with CancelScope(signal) as scope:
+            await asyncio.sleep(5)
+        return scope.cancelled_caught
+
+    assert await asyncio.create_task(guarded())
