@@ -30,7 +30,6 @@ answer that is not ES's JSON). Messages never contain the URL, its credentials o
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -46,6 +45,7 @@ from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
 from core.tools.es_hits import parse_hits
+from core.tools.log_backend import LazySession, checked_window, logs_args, split_url
 from core.tools.log_scan import iso_utc
 from core.tools.loki import LEVEL_SPELLINGS
 
@@ -119,19 +119,6 @@ def build_search(
 # ---- the tool ---------------------------------------------------------------------------------
 
 
-def _split_url(url: str) -> tuple[str, str | None]:
-    """The base URL without credentials, plus a basic Authorization header value when the URL carried user:password."""
-    parsed = URL(url)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError("DIAG_ES_URL must be an http(s) URL with a host, e.g. http://elasticsearch:9200")
-    auth = None
-    if parsed.user is not None:
-        pair = f"{parsed.user}:{parsed.password or ''}".encode()
-        auth = "Basic " + base64.b64encode(pair).decode("ascii")
-    clean = parsed.with_user(None).with_password(None).with_query(None).with_fragment(None)
-    return str(clean).rstrip("/"), auth
-
-
 def _check_index(index: str) -> str:
     parts = [part.strip() for part in index.split(",")]
     if not parts or any(not part or part.startswith(("_", "-", "+")) or _BAD_INDEX_CHARS & set(part) for part in parts):
@@ -164,7 +151,7 @@ class ElasticsearchLogsTool:
             if not name or not name.strip() or name != name.strip() or name.startswith("_"):
                 raise ValueError(f"DIAG_ES_{role.upper()}_FIELD must be a document field name, got {name!r}")
         self._index = _check_index(index)
-        self._base, basic = _split_url(url)
+        self._base, basic = split_url(url, "DIAG_ES_URL", "http://elasticsearch:9200")
         self._search_url = URL(f"{self._base}/{quote(self._index, safe='*,+-.:')}/_search", encoded=True)
         self._clock = clock
         self._headers: dict[str, str] = {"Accept": "application/json", "Content-Type": "application/json"}
@@ -179,28 +166,16 @@ class ElasticsearchLogsTool:
             self._secrets.append(key)
         elif basic is not None:
             self._headers["Authorization"] = basic
-        self._timeout = aiohttp.ClientTimeout(total=max(0.1, timeout_s))
-        self._session: aiohttp.ClientSession | None = None
+        self._http = LazySession(self._headers, timeout_s)
 
     async def aclose(self) -> None:
         """Close the HTTP session (safe to call more than once)."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-
-    def _http(self) -> aiohttp.ClientSession:
-        # Created on first use, inside the running loop (build_tools runs outside any loop).
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
-        return self._session
+        await self._http.aclose()
 
     async def run(self, args: BaseModel) -> RawResult:
         """Search the index for the documents matching the arguments; the exact total comes from `hits.total`."""
-        if not isinstance(args, LogsArgs):
-            args = LogsArgs.model_validate(args.model_dump())
-        start, end = args.window(self._clock())
-        if start >= end:
-            raise ToolFailure("INVALID_ARGUMENTS", f"start must be before end (end defaults to the clock, {iso_utc(end)}).")
+        args = logs_args(args)
+        start, end = checked_window(args, self._clock())
         words, phrases = split_terms(args.query)
         if not words and not phrases:
             raise ToolFailure("INVALID_ARGUMENTS", "query has no keywords; give words or a \"quoted phrase\".")
@@ -247,11 +222,11 @@ class ElasticsearchLogsTool:
     async def _search(self, search: dict[str, Any]) -> Any:
         """POST the search and return its JSON; every failure becomes a ToolFailure without secrets."""
         try:
-            async with self._http().post(self._search_url, data=json.dumps(search).encode()) as response:
+            async with self._http.get().post(self._search_url, data=json.dumps(search).encode()) as response:
                 body = await response.content.read(MAX_BODY_BYTES + 1)
                 status = response.status
         except TimeoutError as exc:
-            seconds = self._timeout.total or 0.0
+            seconds = self._http.timeout.total or 0.0
             raise ToolFailure("BACKEND_UNAVAILABLE", f"Elasticsearch did not answer the search within {seconds:.1f} s.") from exc
         except aiohttp.ClientError as exc:
             message = f"Elasticsearch is unreachable ({type(exc).__name__}); this call is not evidence."

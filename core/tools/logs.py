@@ -27,6 +27,7 @@ from pydantic import BaseModel
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
+from core.tools.log_backend import checked_window, logs_args
 from core.tools.log_index import DEFAULT_INDEX_MAX_BYTES, DEFAULT_INDEX_MAX_FILE_BYTES, FileSignature, IndexCache
 from core.tools.log_query import LineMatcher
 from core.tools.log_scan import DEFAULT_CHUNK_BYTES, Scan, iso_utc, scan_file
@@ -61,16 +62,12 @@ class LogsTool:
 
     async def run(self, args: BaseModel) -> RawResult:
         """Search the log files for lines matching the arguments."""
-        if not isinstance(args, LogsArgs):
-            args = LogsArgs.model_validate(args.model_dump())
-        return await asyncio.to_thread(self._run_sync, args)
+        return await asyncio.to_thread(self._run_sync, logs_args(args))
 
     def _run_sync(self, args: LogsArgs) -> RawResult:
         if not self._path.exists():
             raise ToolFailure("LOGS_PATH_MISSING", f"The log folder '{self._path.name}' does not exist on the server.")
-        start, end = args.window(self._clock())
-        if start >= end:
-            raise ToolFailure("INVALID_ARGUMENTS", f"start must be before end (end defaults to the clock, {iso_utc(end)}).")
+        start, end = checked_window(args, self._clock())
         matcher = LineMatcher.compile(args.service, args.query, args.level, start, end)
         scan = Scan(matcher=matcher, limit=args.limit)
         files = 0

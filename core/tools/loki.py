@@ -26,7 +26,6 @@ that is not Loki's JSON). Messages never contain the URL, its credentials or the
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import math
 import re
@@ -41,6 +40,7 @@ from yarl import URL
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
+from core.tools.log_backend import LazySession, checked_window, logs_args, split_url
 from core.tools.log_query import normalise_level, parse_terms
 from core.tools.log_scan import iso_utc
 
@@ -192,19 +192,6 @@ def parse_count(body: Any) -> int:
 # ---- the tool ---------------------------------------------------------------------------------
 
 
-def _split_url(url: str) -> tuple[str, str | None]:
-    """The base URL without credentials, plus a basic Authorization header value when the URL carried user:password."""
-    parsed = URL(url)
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise ValueError("DIAG_LOKI_URL must be an http(s) URL with a host, e.g. http://loki:3100")
-    auth = None
-    if parsed.user is not None:
-        pair = f"{parsed.user}:{parsed.password or ''}".encode()
-        auth = "Basic " + base64.b64encode(pair).decode("ascii")
-    clean = parsed.with_user(None).with_password(None).with_query(None).with_fragment(None)
-    return str(clean).rstrip("/"), auth
-
-
 class LokiLogsTool:
     """The query_logs tool over Grafana Loki (LogQL over HTTP); one aiohttp session per tool, closed by aclose()."""
 
@@ -225,7 +212,7 @@ class LokiLogsTool:
         for label in (service_label, level_label):
             if not _LABEL_NAME.fullmatch(label):
                 raise ValueError(f"{label!r} is not a valid Loki label name")
-        self._base, basic = _split_url(url)
+        self._base, basic = split_url(url, "DIAG_LOKI_URL", "http://loki:3100")
         self._clock = clock
         self._service_label = service_label
         self._level_label = level_label
@@ -240,28 +227,16 @@ class LokiLogsTool:
             self._secrets.append(token.get_secret_value())
         elif basic is not None:
             self._headers["Authorization"] = basic
-        self._timeout = aiohttp.ClientTimeout(total=max(0.1, timeout_s))
-        self._session: aiohttp.ClientSession | None = None
+        self._http = LazySession(self._headers, timeout_s)
 
     async def aclose(self) -> None:
         """Close the HTTP session (safe to call more than once)."""
-        session, self._session = self._session, None
-        if session is not None:
-            await session.close()
-
-    def _http(self) -> aiohttp.ClientSession:
-        # Created on first use, inside the running loop (build_tools runs outside any loop).
-        if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession(headers=self._headers, timeout=self._timeout)
-        return self._session
+        await self._http.aclose()
 
     async def run(self, args: BaseModel) -> RawResult:
         """Query Loki for the lines matching the arguments; the exact total comes from a concurrent count query."""
-        if not isinstance(args, LogsArgs):
-            args = LogsArgs.model_validate(args.model_dump())
-        start, end = args.window(self._clock())
-        if start >= end:
-            raise ToolFailure("INVALID_ARGUMENTS", f"start must be before end (end defaults to the clock, {iso_utc(end)}).")
+        args = logs_args(args)
+        start, end = checked_window(args, self._clock())
         terms = parse_terms(args.query)
         if not terms:
             raise ToolFailure("INVALID_ARGUMENTS", "query has no keywords; give words or a \"quoted phrase\".")
@@ -319,11 +294,11 @@ class LokiLogsTool:
     async def _get(self, path: str, params: dict[str, str], what: str) -> Any:
         """GET one Loki API path and return its JSON; every failure becomes a ToolFailure without secrets."""
         try:
-            async with self._http().get(self._base + path, params=params) as response:
+            async with self._http.get().get(self._base + path, params=params) as response:
                 body = await response.content.read(MAX_BODY_BYTES + 1)
                 status = response.status
         except TimeoutError as exc:
-            seconds = self._timeout.total or 0.0
+            seconds = self._http.timeout.total or 0.0
             raise ToolFailure("BACKEND_UNAVAILABLE", f"Loki did not answer the {what} within {seconds:.1f} s.") from exc
         except aiohttp.ClientError as exc:
             message = f"Loki is unreachable ({type(exc).__name__}); this call is not evidence."

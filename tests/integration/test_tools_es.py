@@ -406,7 +406,7 @@ def test_build_tools_picks_es_when_the_url_is_set(monkeypatch: pytest.MonkeyPatc
     assert tool._index == "app-logs-*"
     assert tool._fields["service"] == "service.name"
     assert tool._headers["Authorization"] == f"ApiKey {API_KEY}"
-    assert tool._timeout.total == 3
+    assert tool._http.timeout.total == 3
     monkeypatch.delenv("DIAG_ES_URL")
     assert isinstance(build_tools(Settings())[ToolName.QUERY_LOGS], LogsTool)
     monkeypatch.setenv("DIAG_LOKI_URL", "http://loki:3100")
@@ -448,7 +448,7 @@ async def test_services_close_the_es_session(es: FakeElasticsearch, tmp_path: Pa
         projection = await services.boundary.invoke(ctx, None, "query_logs", arguments)
         tool = services.boundary._tools[ToolName.QUERY_LOGS]
         assert isinstance(tool, ElasticsearchLogsTool)
-        session = tool._session
+        session = tool._http.current
         assert session is not None
     finally:
         await services.aclose()

@@ -316,7 +316,7 @@ async def test_services_close_the_loki_session(loki: FakeLoki, tmp_path: Path) -
         projection = await services.boundary.invoke(ctx, None, "query_logs", arguments)
         tool = services.boundary._tools[ToolName.QUERY_LOGS]
         assert isinstance(tool, LokiLogsTool)
-        session = tool._session
+        session = tool._http.current
         assert session is not None
     finally:
         await services.aclose()
