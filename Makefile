@@ -20,8 +20,8 @@ test: setup
 	$(BIN)/pytest -q
 
 lint: setup
-	$(BIN)/ruff check core bot entrypoints tests bench demo
-	$(BIN)/mypy core bot entrypoints
+	$(BIN)/ruff check core bot entrypoints testkit tests bench demo
+	$(BIN)/mypy core bot entrypoints testkit
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

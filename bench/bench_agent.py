@@ -15,18 +15,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.agent.loop import DiagnosisAgent
 from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft
 from core.contracts.release import VerifiedEvidenceSnapshot
 from core.contracts.run import Budgets, EventType
 from core.llm.model import ModelReply, ModelToolCall
 from core.llm.openai_model import OpenAIChatModel
-from core.prompts import PromptLibrary
-from core.run_context import RunContext
-from core.semantic_guard import build_judge_input
+from core.llm.prompts import PromptLibrary
+from core.service.run_context import RunContext
 from core.settings import PROMPTS_DIR
-from core.testing.models import ModelRequest, ScriptedChatModel
-from core.testing.openai_server import FakeOpenAIServer
+from core.steps.agent import DiagnosisAgent
+from core.steps.judge import build_judge_input
+from testkit.models import ModelRequest, ScriptedChatModel
+from testkit.openai_server import FakeOpenAIServer
 
 STEPS = 5  # four tool steps, then the submit
 LOGS_ARGS = {"service": "order-service", "query": "timeout"}

@@ -22,7 +22,7 @@ from core.contracts.evidence import CanonicalRecord
 from core.guard.evidence_guard import EvidenceGuard, clear_caches
 from core.guard.rules import load_rules
 from core.stores.canonical import RedisCanonicalStore
-from core.testing.release import logs_record, sql_record
+from testkit.release import logs_record, sql_record
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 RUN = "bench-run"

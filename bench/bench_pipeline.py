@@ -31,13 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from core.bootstrap import Services, build_services
 from core.contracts.release import Outcome
 from core.contracts.run import SessionKey, Turn
-from core.demo import DEMO_CLOCK
 from core.llm.model import ModelReply
 from core.llm.openai_model import parse_completion
 from core.runtime import tune_gc
 from core.settings import Settings
 from core.stores.memory import InMemoryAuditStore, InMemoryRunStore, InMemoryTimelineStore
-from core.testing.openai_server import FakeOpenAIServer
+from entrypoints.demo import DEMO_CLOCK
+from testkit.openai_server import FakeOpenAIServer
 
 MODEL_CALLS_PER_RUN = 4
 

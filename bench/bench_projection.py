@@ -10,8 +10,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from core.contracts.evidence import RawResult, ToolName
-from core.projection import project, projection_size
-from core.redaction import redact
+from core.evidence.projection import project, projection_size
+from core.evidence.redaction import redact
 
 SIZES = [("1 KB", 1_000), ("10 KB", 10_000), ("100 KB", 100_000), ("1 MB", 1_000_000), ("10 MB", 10_000_000)]
 MAX_BYTES = 8192

@@ -19,31 +19,31 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.agent.loop import DiagnosisAgent
-from core.boundary import ToolBoundary
-from core.chat_service import ChatService, RunVersions
 from core.contracts.evidence import ToolName
 from core.contracts.run import Budgets
 from core.errors import StoreUnavailable
-from core.evidence_repair import LlmEvidenceRepairer
+from core.evidence.boundary import ToolBoundary
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
-from core.knowledge_path import KnowledgeAnswerer
 from core.llm.model import ChatModel, ModelReply, ModelUnavailable
+from core.llm.prompts import PromptLibrary
 from core.ports import AuditStore, CanonicalStore, KeyValueStore, RunStore, TimelineStore, Tool
-from core.prompts import PromptLibrary
 from core.release.release import DiagnosisRelease
-from core.router import IntentRouter
-from core.semantic_guard import LlmSemanticJudge
-from core.sessions import SessionGate
+from core.service.chat_service import ChatService, RunVersions
+from core.service.sessions import SessionGate
+from core.service.timeline import RunTimeline
 from core.settings import Settings
+from core.steps.agent import DiagnosisAgent
+from core.steps.judge import LlmSemanticJudge
+from core.steps.knowledge import KnowledgeAnswerer
+from core.steps.repair import LlmEvidenceRepairer
+from core.steps.router import IntentRouter
 from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
 from core.stores.kv import InMemoryKV, RedisKV
 from core.stores.sql.audit import SqlAuditStore
 from core.stores.sql.db import Database
 from core.stores.sql.runs import SqlRunStore
 from core.stores.sql.timeline import SqlTimelineStore
-from core.timeline import RunTimeline
 from core.tools.registry import build_tools
 
 log = logging.getLogger(__name__)

@@ -134,7 +134,7 @@ class ProgressSink(Protocol):
 
 
 class ChatServicePort(Protocol):
-    """What the delivery channels (bot/, CLI) call. Implemented by core.chat_service.ChatService."""
+    """What the delivery channels (bot/, CLI) call. Implemented by core.service.chat_service.ChatService."""
 
     async def handle(self, turn: Turn, progress: ProgressSink | None = None) -> ReleaseOutcome:
         """Process one user message of a session (turns of one session run one at a time)."""

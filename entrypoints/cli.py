@@ -18,10 +18,10 @@ from core.bootstrap import MODEL_HINT, ModelNotConfigured, build_services, model
 from core.contracts.evidence import ToolName
 from core.contracts.run import SessionKey, Turn
 from core.errors import StoreUnavailable
-from core.outcome_text import render_outcome, render_timeline
-from core.run_context import RunContext
+from core.service.run_context import RunContext
 from core.settings import Settings
 from core.tools.args import args_model_for
+from entrypoints.outcome_text import render_outcome, render_timeline
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, rest: list[str], settings: Settings) -> int:
-    from core.demo import run_demo  # the demo pulls in the local fake server; only this command needs it
+    from entrypoints.demo import run_demo  # the demo pulls in the local fake server; only this command needs it
 
     if args.command == "ask":
         return await _ask(settings, args.question, args.thread)

@@ -36,7 +36,7 @@ from core.release.fallback import (
     failure_stage,
 )
 from core.release.sources import call_summaries, label_for
-from core.run_context import RunContext
+from core.service.run_context import RunContext
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from core.contracts.evidence import CallSummary, CanonicalRecord, EvidenceStatus, InvocationState, ToolName
-from core.redaction import redact
+from core.evidence.redaction import redact
 
 _SPACE = re.compile(r"\s+")
 REFERENCABLE = frozenset({EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE})

@@ -12,7 +12,7 @@ import pytest
 from core.contracts.draft import KnowledgeAnswer, KnowledgeCitation
 from core.contracts.release import FallbackType, KnowledgeResult, Outcome, ReleaseOutcome
 from core.release.fallback import STAGE_EVIDENCE, build_fallback
-from core.testing.release import knowledge_record, logs_record, sql_record
+from testkit.release import knowledge_record, logs_record, sql_record
 from tests.bot.conftest import Harness
 from tests.bot.slack_requests import mention
 

@@ -17,10 +17,10 @@ from pydantic import SecretStr
 from bot.app import build_bot
 from bot.serve import build_web_app
 from core.bootstrap import build_services
-from core.demo import DEMO_CLOCK, recorded_reply
 from core.settings import Settings
 from core.stores.kv import RedisKV
-from core.testing.openai_server import FakeOpenAIServer
+from entrypoints.demo import DEMO_CLOCK, recorded_reply
+from testkit.openai_server import FakeOpenAIServer
 from tests.bot.conftest import Harness
 from tests.bot.fake_chat import FakeChat
 from tests.bot.slack_requests import SECRET, SlackSender, mention, message

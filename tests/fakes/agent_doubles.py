@@ -14,7 +14,7 @@ from typing import Any
 
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationMeta, InvocationState, ToolName
 from core.contracts.run import EventType
-from core.run_context import RunContext
+from core.service.run_context import RunContext
 
 
 class RecordingAudit:

@@ -1,9 +1,9 @@
-"""The local OpenAI-compatible test server (re-exported from core.testing so the offline demo can use it too).
+"""The local OpenAI-compatible test server (re-exported from testkit so the offline demo can use it too).
 
 Run standalone: python -m tests.fakes.openai_server --port N --script file.json
 """
 
-from core.testing.openai_server import Entry, FakeOpenAIServer, completion_body, load_script, main
+from testkit.openai_server import Entry, FakeOpenAIServer, completion_body, load_script, main
 
 __all__ = ["Entry", "FakeOpenAIServer", "completion_body", "load_script", "main"]
 

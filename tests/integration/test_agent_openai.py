@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from core.agent.loop import DiagnosisAgent
-from core.boundary import ToolBoundary
 from core.contracts.release import SemanticVerdictKind
 from core.contracts.run import EventType
+from core.evidence.boundary import ToolBoundary
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.llm.openai_model import OpenAIChatModel
-from core.prompts import PromptLibrary
-from core.semantic_guard import LlmSemanticJudge
+from core.llm.prompts import PromptLibrary
 from core.settings import PROMPTS_DIR, Settings
+from core.steps.agent import DiagnosisAgent
+from core.steps.judge import LlmSemanticJudge
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore
 from core.tools.registry import build_tools

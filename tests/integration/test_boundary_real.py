@@ -10,16 +10,16 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from core.boundary import ToolBoundary
 from core.contracts.evidence import EvidenceStatus, InvocationState, RawResult, ToolName
 from core.contracts.run import Budgets, EventType
 from core.errors import ToolFailure
-from core.projection import projection_size
-from core.run_context import RunContext
+from core.evidence.boundary import ToolBoundary
+from core.evidence.projection import projection_size
+from core.service.run_context import RunContext
+from core.service.timeline import RunTimeline
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.sql import Database, SqlAuditStore, SqlTimelineStore
-from core.testing.tools import FakeTool
-from core.timeline import RunTimeline
+from testkit.tools import FakeTool
 
 pytestmark = pytest.mark.redis
 

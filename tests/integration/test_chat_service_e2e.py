@@ -17,13 +17,13 @@ import redis.asyncio as aioredis
 from core.bootstrap import Services, build_services
 from core.contracts.release import FallbackType, Outcome, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, RunStatus, SessionKey, Turn
-from core.demo import DEMO_CLOCK, recorded_reply
 from core.guard.rules import load_rules
 from core.settings import PROMPTS_DIR, Settings
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.kv import RedisKV
 from core.stores.sql.audit import SqlAuditStore
-from core.testing.openai_server import Entry, FakeOpenAIServer
+from entrypoints.demo import DEMO_CLOCK, recorded_reply
+from testkit.openai_server import Entry, FakeOpenAIServer
 
 QUESTION = "why is order-service failing since 23:00?"
 HIKARI = {"service": "order-service", "query": "HikariPool", "level": "ERROR"}

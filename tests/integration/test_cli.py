@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from core.settings import REPO_ROOT
-from core.testing.openai_server import FakeOpenAIServer
 from entrypoints.cli import main
+from testkit.openai_server import FakeOpenAIServer
 
 DIAGBOT = str(Path(sys.executable).parent / "diagbot")
 

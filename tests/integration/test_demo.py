@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from core.bootstrap import ModelNotConfigured
-from core.demo import DEMO_CLOCK, load_scenarios, recorded_reply, run_demo, substitute
 from core.settings import REPO_ROOT, Settings
-from core.testing.openai_server import FakeOpenAIServer
+from entrypoints.demo import DEMO_CLOCK, load_scenarios, recorded_reply, run_demo, substitute
+from testkit.openai_server import FakeOpenAIServer
 
 
 def test_diagbot_demo_runs_every_scenario_offline_and_exits_zero() -> None:

@@ -11,11 +11,11 @@ from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.release.fallback import STAGE_STORE
 from core.release.release import DiagnosisRelease
-from core.run_context import RunContext
+from core.service.run_context import RunContext
+from core.service.timeline import RunTimeline
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.memory import InMemoryTimelineStore
-from core.testing.release import CountingCanonicalStore, FixedJudge, ScriptedRepairer, logs_record
-from core.timeline import RunTimeline
+from testkit.release import CountingCanonicalStore, FixedJudge, ScriptedRepairer, logs_record
 from tests.unit.test_guard_codes import L0, L1, OTHER_RUN, RUN, S1, run_records, valid_draft
 
 pytestmark = pytest.mark.redis

@@ -13,15 +13,15 @@ import pytest
 from pydantic import SecretStr
 
 from core.bootstrap import build_services
-from core.boundary import ToolBoundary
 from core.contracts.evidence import EvidenceStatus, LogsProjection, RawResult, ToolName
 from core.contracts.run import Budgets
 from core.errors import ToolFailure
-from core.run_context import RunContext
+from core.evidence.boundary import ToolBoundary
+from core.service.run_context import RunContext
+from core.service.timeline import RunTimeline
 from core.settings import Settings
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
-from core.timeline import RunTimeline
 from core.tools.args import LogsArgs
 from core.tools.elasticsearch import ElasticsearchLogsTool, build_search, split_terms
 from core.tools.logs import LogsTool

@@ -12,20 +12,20 @@ import pytest
 from pydantic import SecretStr
 
 from core.bootstrap import build_services
-from core.boundary import ToolBoundary
 from core.contracts.evidence import EvidenceStatus, LogsProjection, RawResult, ToolName
 from core.contracts.run import Budgets
 from core.errors import ToolFailure
-from core.run_context import RunContext
+from core.evidence.boundary import ToolBoundary
+from core.service.run_context import RunContext
+from core.service.timeline import RunTimeline
 from core.settings import Settings
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
-from core.testing.tools import FakeTool
-from core.timeline import RunTimeline
 from core.tools.args import LogsArgs
 from core.tools.logs import LogsTool
 from core.tools.loki import LokiLogsTool, build_log_query
 from core.tools.registry import build_tools
+from testkit.tools import FakeTool
 from tests.fakes.loki_server import INSTANT, RANGE, FakeLoki, Fault, parse_log_query
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)

@@ -8,15 +8,15 @@ import time
 
 import pytest
 
-from core.agent.loop import PREVIOUS_REPORT_LABEL, DiagnosisAgent
 from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft
 from core.contracts.evidence import EvidenceStatus, ToolName
 from core.contracts.release import EvidenceSource, PublishedReport
 from core.contracts.run import EventType
 from core.llm.model import ModelReply, ModelUnavailable
-from core.prompts import PromptLibrary
+from core.llm.prompts import PromptLibrary
 from core.settings import PROMPTS_DIR
-from core.testing.models import ModelRequest, ScriptedChatModel, reply
+from core.steps.agent import PREVIOUS_REPORT_LABEL, DiagnosisAgent
+from testkit.models import ModelRequest, ScriptedChatModel, reply
 from tests.fakes.agent_doubles import FakeBoundary, RecordingAudit, RecordingProgress, make_ctx
 
 LOG_LINE = {"timestamp": "2026-11-29T23:05:28Z", "service": "order-service", "level": "ERROR",

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from core.agent.schemas import (
+from core.steps.schemas import (
     ARGS_MODELS,
     diagnosis_tools,
     function_schema,

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from core.boundary import ToolBoundary
 from core.contracts.evidence import (
     CanonicalRecord,
     EvidenceStatus,
@@ -23,12 +22,13 @@ from core.contracts.evidence import (
 )
 from core.contracts.run import Budgets, EventType
 from core.errors import StoreUnavailable, ToolFailure
-from core.projection import projection_size
-from core.run_context import RunContext
+from core.evidence.boundary import ToolBoundary
+from core.evidence.projection import projection_size
+from core.service.run_context import RunContext
+from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
-from core.testing.tools import FakeTool
-from core.timeline import RunTimeline
+from testkit.tools import FakeTool
 
 KB = ToolName.LOOKUP_KNOWLEDGE
 LOGS = ToolName.QUERY_LOGS

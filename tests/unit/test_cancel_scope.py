@@ -7,7 +7,7 @@ import contextlib
 
 import pytest
 
-from core.run_context import CancelScope, CancelSignal
+from core.service.run_context import CancelScope, CancelSignal
 
 
 async def test_signal_during_an_await_cancels_it_and_is_absorbed() -> None:

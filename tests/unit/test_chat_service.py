@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 
-from core.chat_service import CHAT_HELP, ChatService, RunVersions
 from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft, Limitations
 from core.contracts.evidence import EvidenceStatus, ToolName
 from core.contracts.release import (
@@ -23,8 +22,9 @@ from core.contracts.release import (
     ReleaseOutcome,
 )
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, SessionKey, TimelineEvent, Turn
-from core.run_context import RunContext
-from core.sessions import SessionGate, cancel_key
+from core.service.chat_service import CHAT_HELP, ChatService, RunVersions
+from core.service.run_context import RunContext
+from core.service.sessions import SessionGate, cancel_key
 
 # ---- doubles ------------------------------------------------------------------------------
 

@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from core.boundary import ToolBoundary
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import EvidenceStatus, RawResult, ToolName
 from core.contracts.run import Budgets
 from core.errors import ToolFailure
+from core.evidence.boundary import ToolBoundary
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
-from core.run_context import RunContext
+from core.service.run_context import RunContext
+from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
-from core.testing.tools import FakeTool
-from core.timeline import RunTimeline
+from testkit.tools import FakeTool
 
 KB = ToolName.LOOKUP_KNOWLEDGE
 FOUND = RawResult(items=[{"doc": "rb.md", "heading": "Pool", "text": "HikariCP pool exhausted", "score": 1.0}],

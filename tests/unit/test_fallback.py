@@ -9,7 +9,7 @@ import pytest
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolError, ToolName
 from core.release.fallback import FACT_MAX, build_fallback, failure_stage, observed_facts
 from core.release.sources import call_summaries, source_label, window_text
-from core.testing.release import error_record, knowledge_record, logs_record, sql_record
+from testkit.release import error_record, knowledge_record, logs_record, sql_record
 from tests.unit.test_guard_codes import E1, K1, L0, L1, RUN, S1, run_records
 
 

@@ -16,7 +16,7 @@ from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
 from core.guard.inputs import PROJECTIONS, ProjectionCache, parse_projection, projection_key
 from core.guard.rules import RULE_CODES, RuleSet, load_rules
 from core.stores.canonical import InMemoryCanonicalStore
-from core.testing.release import CountingCanonicalStore, error_record, knowledge_record, logs_record, sql_record
+from testkit.release import CountingCanonicalStore, error_record, knowledge_record, logs_record, sql_record
 
 RUN = "run-1"
 OTHER_RUN = "run-0"

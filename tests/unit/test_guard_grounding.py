@@ -12,7 +12,7 @@ from core.guard.evidence_guard import EvidenceGuard, clear_caches
 from core.guard.grounding import ITEMS, SOURCES
 from core.guard.rules import load_rules
 from core.stores.canonical import InMemoryCanonicalStore
-from core.testing.release import logs_record, sql_record
+from testkit.release import logs_record, sql_record
 from tests.unit.test_guard_codes import RUN, run_records, valid_draft
 
 

@@ -9,9 +9,9 @@ import pytest
 
 from core.contracts.draft import KnowledgeAnswer, KnowledgeCitation
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
-from core.knowledge_path import citation_problems
+from core.steps.knowledge import citation_problems
 from core.stores.canonical import InMemoryCanonicalStore
-from core.testing.release import error_record, knowledge_record, logs_record
+from testkit.release import error_record, knowledge_record, logs_record
 
 RUN = "run-k"
 DOC = "db/hikari.md"

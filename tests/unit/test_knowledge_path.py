@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from core.boundary import ToolBoundary
 from core.contracts.evidence import ToolName
 from core.contracts.release import FallbackType, Outcome
 from core.contracts.run import EventType
-from core.knowledge_path import KnowledgeAnswerer
+from core.evidence.boundary import ToolBoundary
 from core.llm.model import ModelUnavailable
-from core.prompts import PromptLibrary
+from core.llm.prompts import PromptLibrary
 from core.settings import DEMO_DATA, PROMPTS_DIR
+from core.steps.knowledge import KnowledgeAnswerer
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore
-from core.testing.models import ModelRequest, ScriptedChatModel, reply
 from core.tools.knowledge import KnowledgeTool
+from testkit.models import ModelRequest, ScriptedChatModel, reply
 from tests.fakes.agent_doubles import make_ctx
 
 HIKARI_DOC = "runbooks/hikaricp-pool-exhaustion.md"

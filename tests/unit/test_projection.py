@@ -10,7 +10,7 @@ import pytest
 from pydantic import TypeAdapter
 
 from core.contracts.evidence import EvidenceStatus, Projection, RawResult, ToolError, ToolName
-from core.projection import MIN_PROJECTION_BYTES, TRUNCATION_MARKER, clean_text, project, projection_size
+from core.evidence.projection import MIN_PROJECTION_BYTES, TRUNCATION_MARKER, clean_text, project, projection_size
 
 PROJECTION = TypeAdapter(Projection)
 WORDS = ["timeout", "order-service", "HikariPool", "连接超时", "ñandú", "🚨", "password=hunter2", "OK", "x" * 40]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from core.prompts import PROMPT_TITLES, PromptError, PromptLibrary
+from core.llm.prompts import PROMPT_TITLES, PromptError, PromptLibrary
 from core.settings import PROMPTS_DIR
 
 

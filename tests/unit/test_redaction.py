@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.redaction import REDACTED, is_secret_key, redact, redact_value
+from core.evidence.redaction import REDACTED, is_secret_key, redact, redact_value
 
 SECRETS = [
     ("password kv", "login failed password=hunter2 user=bob", "hunter2"),
@@ -114,7 +114,7 @@ def test_already_redacted_values_stay_stable() -> None:
 
 def test_prefilter_sees_every_rule_word_in_any_case() -> None:
     """The one-search prefilter must fire for every word a rule needs, or texts holding that secret would pass."""
-    from core.redaction import _RULES, _TRIGGER_RE
+    from core.evidence.redaction import _RULES, _TRIGGER_RE
 
     for _, words, _ in _RULES:
         for word in words:

@@ -15,11 +15,11 @@ from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.release.fallback import STAGE_EVIDENCE, STAGE_STORE, STAGE_UNAVAILABLE, STAGE_UNSUPPORTED
 from core.release.release import DiagnosisRelease
-from core.run_context import RunContext
+from core.service.run_context import RunContext
+from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryTimelineStore
-from core.testing.release import CountingCanonicalStore, FixedJudge, ScriptedRepairer
-from core.timeline import RunTimeline
+from testkit.release import CountingCanonicalStore, FixedJudge, ScriptedRepairer
 from tests.unit.test_guard_codes import E1, K1, L0, L1, RUN, S1, run_records, valid_draft
 
 QUERY = "why is order-service throwing errors?"

@@ -10,12 +10,12 @@ import pytest
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary, EvidenceStatus, ToolName
 from core.contracts.release import Violation
-from core.evidence_repair import LlmEvidenceRepairer, added_facts
 from core.llm.model import ModelUnavailable
-from core.prompts import PromptLibrary
+from core.llm.prompts import PromptLibrary
 from core.settings import PROMPTS_DIR
+from core.steps.repair import LlmEvidenceRepairer, added_facts
 from core.stores.memory import InMemoryAuditStore
-from core.testing.models import ScriptedChatModel, reply
+from testkit.models import ScriptedChatModel, reply
 
 ORIGINAL: dict[str, Any] = {
     "conclusion": {"text": "order-service fails on HikariCP pool timeouts after the 4.18.0 deploy",

@@ -6,10 +6,10 @@ import pytest
 
 from core.contracts.run import Intent
 from core.llm.model import ModelUnavailable
-from core.prompts import PromptLibrary
-from core.router import IntentRouter
+from core.llm.prompts import PromptLibrary
 from core.settings import PROMPTS_DIR
-from core.testing.models import ScriptedChatModel, reply
+from core.steps.router import IntentRouter
+from testkit.models import ScriptedChatModel, reply
 
 
 @pytest.fixture

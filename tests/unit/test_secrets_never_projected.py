@@ -12,14 +12,14 @@ from typing import Any
 
 import pytest
 
-from core.boundary import ToolBoundary
 from core.contracts.evidence import EvidenceStatus, RawResult, ToolName
 from core.errors import ToolFailure
-from core.run_context import RunContext
+from core.evidence.boundary import ToolBoundary
+from core.service.run_context import RunContext
+from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
-from core.testing.tools import FakeTool
-from core.timeline import RunTimeline
+from testkit.tools import FakeTool
 
 # (secret value that must never be shown, text carrying it)
 PLANTED = [

@@ -9,11 +9,11 @@ import pytest
 from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft, Limitations
 from core.contracts.release import SemanticVerdictKind, VerifiedEvidenceSnapshot, Violation
 from core.llm.model import ModelUnavailable
-from core.prompts import PromptLibrary
-from core.semantic_guard import SHORTENED_MARK, LlmSemanticJudge, build_judge_input, parse_verdict
+from core.llm.prompts import PromptLibrary
 from core.settings import PROMPTS_DIR
+from core.steps.judge import SHORTENED_MARK, LlmSemanticJudge, build_judge_input, parse_verdict
 from core.stores.memory import InMemoryAuditStore
-from core.testing.models import ScriptedChatModel, reply
+from testkit.models import ScriptedChatModel, reply
 
 DRAFT = DiagnosisDraft(
     analysis=[Analysis(analysis_id="a1", kind=AnalysisKind.NORMAL, text="order-service logged 2 pool timeouts " + "y" * 900,

@@ -9,8 +9,8 @@ from enum import StrEnum
 import pytest
 
 from core.contracts.run import EventType, TimelineEvent
+from core.service.timeline import MAX_STRING_CHARS, RunTimeline, sanitize_summary
 from core.stores.memory import InMemoryTimelineStore
-from core.timeline import MAX_STRING_CHARS, RunTimeline, sanitize_summary
 
 
 class Colour(StrEnum):

@@ -9,18 +9,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from core.agent.loop import LoopStopped, StopReason, ToolInvoker, budget_stop_reason, race, validation_summary
-from core.agent.schemas import SUBMIT_KNOWLEDGE, knowledge_tools
 from core.contracts.draft import KnowledgeAnswer
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
 from core.contracts.release import FallbackType, KnowledgeResult, Outcome, ReleaseOutcome
 from core.contracts.run import EventType
 from core.llm.model import ChatModel, ModelReply, ModelUnavailable
+from core.llm.prompts import PromptLibrary
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
 from core.ports import AuditStore, CanonicalStore
-from core.prompts import PromptLibrary
 from core.release.fallback import build_fallback
-from core.run_context import RunContext
+from core.service.run_context import RunContext
+from core.steps.agent import LoopStopped, StopReason, ToolInvoker, budget_stop_reason, race, validation_summary
+from core.steps.schemas import SUBMIT_KNOWLEDGE, knowledge_tools
 
 log = logging.getLogger(__name__)
 

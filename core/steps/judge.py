@@ -10,9 +10,9 @@ from typing import Any
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import SemanticVerdict, SemanticVerdictKind, VerifiedEvidenceSnapshot
 from core.llm.model import ChatModel, ModelUnavailable
+from core.llm.prompts import PromptLibrary
 from core.llm.wire import parse_json_object, system_message, user_message
 from core.ports import AuditStore
-from core.prompts import PromptLibrary
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,7 @@ from core.contracts.evidence import (
     ToolError,
     ToolName,
 )
-from core.redaction import REDACTED, is_secret_key, redact
+from core.evidence.redaction import REDACTED, is_secret_key, redact
 
 TRUNCATION_MARKER = "…[truncated]"
 MIN_PROJECTION_BYTES = 2048

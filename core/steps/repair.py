@@ -14,15 +14,15 @@ from collections.abc import Iterable, Sequence
 
 from pydantic import ValidationError
 
-from core.agent.loop import validation_summary
-from core.agent.schemas import SUBMIT_DIAGNOSIS, repair_tools
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary
 from core.contracts.release import Violation
 from core.llm.model import ChatModel, ModelReply, ModelUnavailable
+from core.llm.prompts import PromptLibrary
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
 from core.ports import AuditStore
-from core.prompts import PromptLibrary
+from core.steps.agent import validation_summary
+from core.steps.schemas import SUBMIT_DIAGNOSIS, repair_tools
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from pydantic import BaseModel
 
 from core.contracts.run import Intent
 from core.llm.model import ChatModel, ModelUnavailable
+from core.llm.prompts import PromptLibrary
 from core.llm.wire import parse_json_object, system_message, user_message
-from core.prompts import PromptLibrary
 
 log = logging.getLogger(__name__)
 

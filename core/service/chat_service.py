@@ -20,8 +20,8 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import FallbackMessage, Outcome, PublishedReport, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, TimelineEvent, Turn
 from core.ports import KeyValueStore, ProgressSink, RunStore, Timeline, TimelineStore
-from core.run_context import CancelScope, RunContext
-from core.sessions import SessionGate
+from core.service.run_context import CancelScope, RunContext
+from core.service.sessions import SessionGate
 
 log = logging.getLogger(__name__)
 

@@ -27,9 +27,9 @@ from core.contracts.evidence import (
 )
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
+from core.evidence.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
 from core.ports import AuditStore, CanonicalStore, Tool
-from core.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
-from core.run_context import CancelScope, RunContext
+from core.service.run_context import CancelScope, RunContext
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from enum import Enum
 from typing import Any
 
 from core.contracts.run import EventType, TimelineEvent
+from core.evidence.redaction import redact
 from core.ports import TimelineStore
-from core.redaction import redact
 
 logger = logging.getLogger(__name__)
 

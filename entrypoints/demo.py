@@ -1,7 +1,7 @@
 """The offline demo (`diagbot demo`): bundled scenarios over the demo data with recorded model responses.
 
 Recorded responses live in `demo/scenarios/*.json` and are served by the local OpenAI-compatible server
-(core/testing/openai_server.py), so the real openai client, agent loop, ToolBoundary, guard and release run
+(testkit/openai_server.py), so the real openai client, agent loop, ToolBoundary, guard and release run
 unchanged. Tool call ids are only known at run time, so recorded replies name calls symbolically:
 `{{call:N}}` is replaced by the id of the N-th tool call of the request being answered — the N-th tool
 result in the conversation, or, for a request without tool results (evidence repair), the N-th
@@ -25,9 +25,9 @@ from pydantic import BaseModel, Field
 from core.bootstrap import Services, build_services
 from core.contracts.release import FallbackType, Outcome, ReleaseOutcome
 from core.contracts.run import SessionKey, Turn
-from core.outcome_text import render_outcome, render_timeline
 from core.settings import REPO_ROOT, Settings
-from core.testing.openai_server import FakeOpenAIServer
+from entrypoints.outcome_text import render_outcome, render_timeline
+from testkit.openai_server import FakeOpenAIServer
 
 SCENARIOS_DIR = REPO_ROOT / "demo" / "scenarios"
 DEMO_CLOCK = datetime.fromisoformat("2026-11-29T23:30:00+00:00")

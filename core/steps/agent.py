@@ -13,16 +13,16 @@ from typing import Any, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from core.agent.schemas import SUBMIT_DIAGNOSIS, diagnosis_tools
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import ToolName
 from core.contracts.release import PublishedReport
 from core.contracts.run import EventType
 from core.llm.model import ChatModel, ModelReply, ModelToolCall, ModelUnavailable
+from core.llm.prompts import PromptLibrary
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
 from core.ports import AuditStore
-from core.prompts import PromptLibrary
-from core.run_context import CancelScope, RunContext
+from core.service.run_context import CancelScope, RunContext
+from core.steps.schemas import SUBMIT_DIAGNOSIS, diagnosis_tools
 
 log = logging.getLogger(__name__)
 

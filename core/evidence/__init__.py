@@ -1,0 +1,1 @@
+"""Evidence: the ToolBoundary, bounded projections and secret redaction."""

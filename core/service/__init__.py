@@ -1,0 +1,1 @@
+"""The chat service: turns, sessions, run context and timeline."""

@@ -1,0 +1,1 @@
+"""Model steps: intent router, diagnosis agent, knowledge answer, evidence repair, semantic judge."""
