@@ -21,7 +21,7 @@ test: setup
 
 lint: setup
 	$(BIN)/ruff check core bot entrypoints testkit tests bench demo
-	$(BIN)/mypy core bot entrypoints testkit
+	$(BIN)/mypy core bot entrypoints testkit tests bench demo
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

@@ -34,9 +34,8 @@ from core.contracts.run import SessionKey, Turn
 from core.llm.model import ModelReply
 from core.llm.openai_model import parse_completion
 from core.runtime import tune_gc
-from core.settings import Settings
+from core.settings import DEMO_CLOCK, Settings
 from core.stores.memory import InMemoryAuditStore, InMemoryRunStore, InMemoryTimelineStore
-from entrypoints.demo import DEMO_CLOCK
 from testkit.openai_server import FakeOpenAIServer
 
 MODEL_CALLS_PER_RUN = 4

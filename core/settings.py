@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.contracts.run import Budgets
+from core.guard.rules import DEFAULT_RULES_FILE
+from core.resources import package_path
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-DEMO_DATA = REPO_ROOT / "demo" / "data"
-PROMPTS_DIR = REPO_ROOT / "prompts"
-RULES_FILE = Path(__file__).resolve().parent / "guard" / "rules.toml"
+# Package data (pyproject.toml [tool.setuptools.package-data]): found the same way in a wheel and in a checkout.
+DEMO_DATA = package_path("demo", "data")
+DEMO_SCENARIOS = package_path("demo", "scenarios")
+PROMPTS_DIR = package_path("prompts")
+DEMO_CLOCK = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
+"""The bundled demo data's 'now' (mirrors DEMO_CLOCK in demo/generate.py)."""
 
 
 class Settings(BaseSettings):
@@ -64,7 +68,7 @@ class Settings(BaseSettings):
     diag_sql_timeout_s: float = 5.0
     diag_sql_row_cap: int = 200
     diag_semantic_input_cap_bytes: int = 96 * 1024
-    diag_rules_file: Path = RULES_FILE
+    diag_rules_file: Path = DEFAULT_RULES_FILE
     diag_prompts_dir: Path = PROMPTS_DIR
     budgets: Budgets = Field(default_factory=Budgets)
 

@@ -16,7 +16,6 @@ import re
 import tempfile
 from collections import deque
 from collections.abc import Callable
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +24,11 @@ from pydantic import BaseModel, Field
 from core.bootstrap import Services, build_services
 from core.contracts.release import FallbackType, Outcome, ReleaseOutcome
 from core.contracts.run import SessionKey, Turn
-from core.settings import REPO_ROOT, Settings
+from core.settings import DEMO_CLOCK, DEMO_SCENARIOS, Settings
 from entrypoints.outcome_text import render_outcome, render_timeline
 from testkit.openai_server import FakeOpenAIServer
 
-SCENARIOS_DIR = REPO_ROOT / "demo" / "scenarios"
-DEMO_CLOCK = datetime.fromisoformat("2026-11-29T23:30:00+00:00")
-"""The demo data's 'now' (mirrors DEMO_CLOCK in demo/generate.py)."""
+SCENARIOS_DIR = DEMO_SCENARIOS
 RECORDED_MODEL = "recorded-demo-model"
 
 _PLACEHOLDER = re.compile(r"\{\{(call|doc):(\d+)\}\}")

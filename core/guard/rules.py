@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from core.contracts.release import Severity
+from core.resources import package_path
 
-DEFAULT_RULES_FILE = Path(__file__).resolve().parent / "rules.toml"
+DEFAULT_RULES_FILE = package_path("core.guard", "rules.toml")
 
 RULE_CODES: dict[str, tuple[str, ...]] = {
     "draft_structure": (

@@ -2,22 +2,44 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 
 from core.contracts.evidence import ToolName
 from core.ports import Tool
-from core.settings import Settings
+from core.settings import DEMO_CLOCK, DEMO_DATA, Settings
 from core.tools.elasticsearch import ElasticsearchLogsTool
 from core.tools.knowledge import KnowledgeTool
 from core.tools.logs import LogsTool
 from core.tools.loki import LokiLogsTool
 from core.tools.sql import SqlTool
 
+log = logging.getLogger(__name__)
+
+
+def reads_demo_logs(settings: Settings) -> bool:
+    """True when query_logs reads the bundled demo logs (no Loki/Elasticsearch, DIAG_LOGS_PATH at its default)."""
+    if settings.diag_loki_url or settings.diag_es_url:
+        return False
+    try:
+        return Path(settings.diag_logs_path).resolve() == (DEMO_DATA / "logs").resolve()
+    except OSError:
+        return False
+
+
+def pinned_clock(settings: Settings) -> datetime | None:
+    """The pinned 'now': DIAG_CLOCK when set; over the bundled demo logs without it, the demo's clock (their
+    incident is in the past, so the real clock would find nothing in the default window)."""
+    if settings.diag_clock is not None:
+        return settings.diag_clock
+    return DEMO_CLOCK if reads_demo_logs(settings) else None
+
 
 def clock_from(settings: Settings) -> Callable[[], datetime]:
-    """'Now' for default windows: the pinned DIAG_CLOCK when set (UTC if naive), else the real UTC clock."""
-    pinned = settings.diag_clock
+    """'Now' for default windows: the pinned clock (UTC if naive, see pinned_clock), else the real UTC clock."""
+    pinned = pinned_clock(settings)
     if pinned is None:
         return lambda: datetime.now(UTC)
     fixed = pinned if pinned.tzinfo is not None else pinned.replace(tzinfo=UTC)
@@ -59,6 +81,10 @@ def logs_tool(settings: Settings, clock: Callable[[], datetime]) -> Tool:
 def build_tools(settings: Settings) -> dict[ToolName, Tool]:
     """The tool backends configured by DIAG_LOGS_PATH (or DIAG_LOKI_URL / DIAG_ES_URL), DIAG_KNOWLEDGE_PATH and DIAG_SQL_URL."""
     clock = clock_from(settings)
+    pinned = pinned_clock(settings)
+    if settings.diag_clock is None and pinned is not None:
+        log.warning("DIAG_CLOCK unset over the bundled demo data: 'now' is the demo's clock %s "
+                    "(set DIAG_CLOCK to choose another)", pinned.isoformat())
     return {
         ToolName.LOOKUP_KNOWLEDGE: KnowledgeTool(settings.diag_knowledge_path),
         ToolName.QUERY_LOGS: logs_tool(settings, clock),
@@ -67,6 +93,6 @@ def build_tools(settings: Settings) -> dict[ToolName, Tool]:
             timeout_s=settings.diag_sql_timeout_s,
             row_cap=settings.diag_sql_row_cap,
             # A pinned clock also pins NOW() in SQL, so demo and replay queries see the same "now" as the logs.
-            clock=clock if settings.diag_clock is not None else None,
+            clock=clock if pinned is not None else None,
         ),
     }

@@ -78,12 +78,12 @@ class _BrokenNetworkClient(AsyncWebClient):
         self.gate = asyncio.Event()
         self.in_flight = asyncio.Event()
 
-    async def chat_postMessage(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    async def chat_postMessage(self, **kwargs: Any) -> Any:
         if self.fail_post:
             raise aiohttp.ClientConnectionError("connection refused")
         return await super().chat_postMessage(**kwargs)
 
-    async def chat_update(self, **kwargs: Any) -> Any:  # type: ignore[override]
+    async def chat_update(self, **kwargs: Any) -> Any:
         self.in_flight.set()
         await self.gate.wait()
         raise aiohttp.ServerDisconnectedError()

@@ -18,11 +18,11 @@ from core.bootstrap import Services, build_services
 from core.contracts.release import FallbackType, Outcome, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, RunStatus, SessionKey, Turn
 from core.guard.rules import load_rules
-from core.settings import PROMPTS_DIR, Settings
+from core.settings import DEMO_CLOCK, PROMPTS_DIR, Settings
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.kv import RedisKV
 from core.stores.sql.audit import SqlAuditStore
-from entrypoints.demo import DEMO_CLOCK, recorded_reply
+from entrypoints.demo import recorded_reply
 from testkit.openai_server import Entry, FakeOpenAIServer
 
 QUESTION = "why is order-service failing since 23:00?"

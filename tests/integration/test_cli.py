@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from core.settings import REPO_ROOT
 from entrypoints.cli import main
 from testkit.openai_server import FakeOpenAIServer
+from tests.paths import REPO_ROOT
 
 DIAGBOT = str(Path(sys.executable).parent / "diagbot")
 

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from core.bootstrap import ModelNotConfigured
-from core.settings import REPO_ROOT, Settings
-from entrypoints.demo import DEMO_CLOCK, load_scenarios, recorded_reply, run_demo, substitute
+from core.settings import DEMO_CLOCK, Settings
+from entrypoints.demo import load_scenarios, recorded_reply, run_demo, substitute
 from testkit.openai_server import FakeOpenAIServer
+from tests.paths import REPO_ROOT
 
 
 def test_diagbot_demo_runs_every_scenario_offline_and_exits_zero() -> None:

@@ -8,6 +8,7 @@ import sys
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from openai import AsyncOpenAI
@@ -281,6 +282,7 @@ def test_parse_completion_reads_the_wire_format() -> None:
     numeric_name = {"choices": [{"message": {"content": None, "tool_calls": [{"function": {"name": 5}}]}}]}
     assert parse_completion(numeric_name).tool_calls[0].name == "5"
     bad_finish = {"choices": [{"message": {"content": None}, "finish_reason": 5}]}
-    for bad in ({}, [], {"choices": []}, {"choices": [{"message": None}]}, bad_finish):
+    bads: tuple[Any, ...] = ({}, [], {"choices": []}, {"choices": [{"message": None}]}, bad_finish)
+    for bad in bads:
         with pytest.raises(ModelUnavailable):
             parse_completion(bad)

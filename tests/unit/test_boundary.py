@@ -195,7 +195,7 @@ async def test_same_provider_id_in_another_run_is_kept() -> None:
 
 async def test_parallel_calls_with_one_provider_id_get_distinct_ids() -> None:
     """Concurrent calls never share an id, and each id resolves to that call's own READY record and projection."""
-    h = Harness(FakeTool(KB, respond=lambda args: _found(1, text=f"answer for {args.query}"), delay_s=0.01))
+    h = Harness(FakeTool(KB, respond=lambda args: _found(1, text=f"answer for {args.model_dump()['query']}"), delay_s=0.01))
     results = await asyncio.gather(*(h.call(call_id="same", args={"query": f"q{i}"}) for i in range(8)))
     assert len({r["tool_call_id"] for r in results}) == 8
     assert sum(r["tool_call_id"] == "same" for r in results) == 1

@@ -222,10 +222,12 @@ class _RawStore:
     async def put(self, record: CanonicalRecord) -> None:
         self.records[record.tool_call_id] = record
 
-    async def get_many(self, run_id: str, tool_call_ids: Sequence[str]) -> dict[str, CanonicalRecord | None]:
+    async def get_many(
+        self, run_id: str, tool_call_ids: Sequence[str], *, with_raw: bool = False
+    ) -> dict[str, CanonicalRecord | None]:
         return {cid: self.records.get(cid) for cid in tool_call_ids}
 
-    async def list_run(self, run_id: str) -> list[CanonicalRecord]:
+    async def list_run(self, run_id: str, *, with_raw: bool = False) -> list[CanonicalRecord]:
         return list(self.records.values())
 
 

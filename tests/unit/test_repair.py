@@ -41,7 +41,7 @@ REFERENCABLE = [
 
 def edited(**changes: Any) -> dict[str, Any]:
     """A deep copy of ORIGINAL with top-level keys replaced."""
-    copy = json.loads(json.dumps(ORIGINAL))
+    copy: dict[str, Any] = json.loads(json.dumps(ORIGINAL))
     copy.update(changes)
     return copy
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 from core.contracts.evidence import ToolName
 from core.settings import DEMO_DATA, Settings
@@ -32,13 +35,34 @@ def test_registry_builds_the_three_tools_with_the_pinned_clock() -> None:
     assert clock_from(_settings())() == CLOCK
 
 
-def test_real_clock_is_used_without_diag_clock() -> None:
-    """Without DIAG_CLOCK the clock is the real UTC time."""
+def test_real_clock_is_used_without_diag_clock_over_other_logs(tmp_path: Path) -> None:
+    """Without DIAG_CLOCK, over logs that are not the bundled demo data, the clock is the real UTC time."""
     before = datetime.now(UTC)
-    now = clock_from(Settings())()
+    now = clock_from(Settings(diag_logs_path=tmp_path))()
     assert before <= now <= datetime.now(UTC)
     naive = clock_from(Settings(diag_clock=datetime(2026, 1, 1, 12, 0)))()
     assert naive.tzinfo is not None
+
+
+def test_unset_clock_over_the_demo_data_is_the_demo_clock_said_once(caplog: pytest.LogCaptureFixture) -> None:
+    """Over the bundled demo logs an unset DIAG_CLOCK means the demo's clock, and building the tools says so once."""
+    assert clock_from(Settings())() == CLOCK
+    with caplog.at_level(logging.WARNING):
+        build_tools(Settings())
+    notes = [r.getMessage() for r in caplog.records if "DIAG_CLOCK" in r.getMessage()]
+    assert len(notes) == 1
+    assert "2026-11-29T23:30:00+00:00" in notes[0]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        build_tools(_settings())  # an explicit DIAG_CLOCK: nothing to say
+    assert not [r for r in caplog.records if "DIAG_CLOCK" in r.getMessage()]
+
+
+async def test_tools_over_the_demo_data_find_the_incident_without_diag_clock() -> None:
+    """`diagbot tool query_logs` over the bundled data finds the incident with no DIAG_CLOCK (the default window)."""
+    logs = build_tools(Settings())[ToolName.QUERY_LOGS]
+    result = await logs.run(LogsArgs(service="order-service", query="HikariPool", level="ERROR"))
+    assert result.total_count > 100
 
 
 async def test_order_service_pool_exhaustion_is_findable_in_the_default_window() -> None:

@@ -171,7 +171,7 @@ async def test_refused_statement_never_reaches_a_database(
         opened.append("create_async_engine")
         raise AssertionError("a refused statement created a database engine")
 
-    monkeypatch.setattr(sql_module.sqlite3, "connect", no_sqlite)
+    monkeypatch.setattr(sqlite3, "connect", no_sqlite)  # the module sql.py calls
     monkeypatch.setattr(sql_module, "create_async_engine", no_engine)
     tool = SqlTool(SERVER_URLS[backend].format(path=db), timeout_s=1, row_cap=10)
     with pytest.raises(ToolFailure) as info:
