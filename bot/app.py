@@ -19,8 +19,10 @@ from bot.commands import register_commands
 from bot.dedup import Deduplicator
 from bot.deps import BotDeps
 from bot.events import register_events
+from bot.metering import CountingRetryHandler, MeteredWebClient
 from bot.progress import MIN_INTERVAL_S
 from bot.turns import TurnRunner
+from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, KeyValueStore
 from core.settings import Settings
 
@@ -30,23 +32,27 @@ SLACK_API_DEFAULT = "https://slack.com/api/"
 MAX_SLACK_CONNECTIONS = 10
 
 
-def build_client(settings: Settings, session: aiohttp.ClientSession | None = None) -> AsyncWebClient:
+def build_client(settings: Settings, session: aiohttp.ClientSession | None = None,
+                 metrics: Metrics | None = None) -> AsyncWebClient:
     """Web API client: base URL from SLACK_API_URL, retries for 429 (Retry-After), 5xx and connection errors.
 
     With `session`, calls share one connection pool (no TLS handshake per call); without, each call opens its own.
+    Failed calls and retries are counted in `metrics` by method.
     """
+    metrics = metrics or Metrics()
     base_url = settings.slack_api_url or SLACK_API_DEFAULT
     if not base_url.endswith("/"):
         base_url += "/"
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-    return AsyncWebClient(
+    return MeteredWebClient(
         token=token,
         base_url=base_url,
         session=session,
+        metrics=metrics,
         retry_handlers=[
-            AsyncRateLimitErrorRetryHandler(max_retry_count=3),
-            AsyncServerErrorRetryHandler(max_retry_count=2),
-            AsyncConnectionErrorRetryHandler(max_retry_count=2),
+            CountingRetryHandler(AsyncRateLimitErrorRetryHandler(max_retry_count=3), "rate_limited", metrics),
+            CountingRetryHandler(AsyncServerErrorRetryHandler(max_retry_count=2), "server_error", metrics),
+            CountingRetryHandler(AsyncConnectionErrorRetryHandler(max_retry_count=2), "connection_error", metrics),
         ],
     )
 
@@ -67,12 +73,13 @@ class SlackBot:
 
 
 def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, client: AsyncWebClient | None = None,
-              progress_interval_s: float = MIN_INTERVAL_S, pooled: bool = True) -> SlackBot:
+              progress_interval_s: float = MIN_INTERVAL_S, pooled: bool = True,
+              metrics: Metrics | None = None) -> SlackBot:
     """Build the app and its listeners' shared state (call inside a running loop when pooled; close with aclose)."""
     session = None
     if client is None and pooled:
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=MAX_SLACK_CONNECTIONS))
-    client = client or build_client(settings, session)
+    client = client or build_client(settings, session, metrics)
     signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     app = AsyncApp(client=client, signing_secret=signing_secret, name="diagbot")
     deps = BotDeps(

@@ -14,6 +14,8 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
 from bot.app import build_bot
+from bot.metering import ack_timer, add_metrics_route
+from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, KeyValueStore
 from core.runtime import tune_gc
 from core.settings import Settings
@@ -40,10 +42,13 @@ async def _healthz(_: web.Request) -> web.Response:
     return web.json_response({"ok": True})
 
 
-def build_web_app(app: AsyncApp) -> web.Application:
-    """Bolt's aiohttp application for the Events API, plus GET /healthz."""
+def build_web_app(app: AsyncApp, metrics: Metrics | None = None) -> web.Application:
+    """Bolt's aiohttp application for the Events API, plus GET /healthz and (with metrics) GET /metrics."""
     web_app = app.web_app(path=EVENTS_PATH)
     web_app.router.add_get("/healthz", _healthz)
+    if metrics is not None:
+        web_app.middlewares.append(ack_timer(metrics, EVENTS_PATH))
+        add_metrics_route(web_app, metrics)
     return web_app
 
 
@@ -79,11 +84,11 @@ async def _first_wss_url(handler: Any) -> None:
         log.warning("apps.connections.open failed (%s); retrying", type(exc).__name__)
 
 
-async def _run_socket_mode(app: AsyncApp, app_token: str, stop: asyncio.Event) -> None:
+async def _run_socket_mode(app: AsyncApp, app_token: str, stop: asyncio.Event, metrics: Metrics) -> None:
     """Connect in Socket Mode and serve until `stop`; stop also ends a connect that is still retrying."""
-    from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
+    from bot.socket_metering import MeteredSocketModeHandler
 
-    handler = AsyncSocketModeHandler(app, app_token)
+    handler = MeteredSocketModeHandler(app, app_token, metrics=metrics)
     connecting: asyncio.Future[Any] | None = None
     stopping = asyncio.ensure_future(stop.wait())
     try:
@@ -117,17 +122,18 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     owned: Any = None
     if services is None:
         services = owned = await _build_services(settings)
-    bot = build_bot(settings, services.chat_service, services.kv)
+    metrics: Metrics = getattr(services, "metrics", None) or Metrics()  # lighter test doubles may have none
+    bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics)
     tune_gc()
     stop = stop or _stop_event()
     try:
         if settings.slack_app_token is not None:
-            await _run_socket_mode(bot.app, settings.slack_app_token.get_secret_value(), stop)
+            await _run_socket_mode(bot.app, settings.slack_app_token.get_secret_value(), stop, metrics)
         else:
-            runner = web.AppRunner(build_web_app(bot.app), access_log=None)
+            runner = web.AppRunner(build_web_app(bot.app, metrics), access_log=None)
             await runner.setup()
             await web.TCPSite(runner, "0.0.0.0", settings.port).start()
-            log.info("diagbot listening on port %d (POST %s, GET /healthz)", settings.port, EVENTS_PATH)
+            log.info("diagbot listening on port %d (POST %s, GET /healthz, GET /metrics)", settings.port, EVENTS_PATH)
             try:
                 await stop.wait()
             finally:

@@ -27,6 +27,8 @@ from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.llm.model import ChatModel, ModelReply, ModelUnavailable
 from core.llm.prompts import PromptLibrary
+from core.observability.metered_model import MeteredChatModel
+from core.observability.metrics import Metrics
 from core.ports import AuditStore, CanonicalStore, KeyValueStore, RunStore, TimelineStore, Tool
 from core.release.release import DiagnosisRelease
 from core.service.chat_service import ChatService, RunVersions
@@ -92,6 +94,7 @@ class Services:
     prompts: PromptLibrary
     is_model_configured: bool
     redis: aioredis.Redis | None = None
+    metrics: Metrics = field(default_factory=Metrics)
     _closers: list[Any] = field(default_factory=list)
 
     def timeline_for(self, run_id: str) -> RunTimeline:
@@ -138,6 +141,7 @@ async def build_services(
     audit: AuditStore | None = None,
     redis_prefix: str = "diag:",
     budgets: Budgets | None = None,
+    metrics: Metrics | None = None,
 ) -> Services:
     """Build every adapter from settings; keyword overrides replace single adapters (tests, benchmarks)."""
     closers: list[Any] = []
@@ -198,14 +202,22 @@ async def build_services(
             tools = build_tools(settings)
             # Tools built here are closed here (Loki's HTTP session, the SQL engine); injected tools stay the caller's.
             closers.extend(close for tool in tools.values() if callable(close := getattr(tool, "aclose", None)))
-        boundary = ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes)
+        metrics = metrics or Metrics()
+        boundary = ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes,
+                                metrics=metrics)
         guard = EvidenceGuard(canonical, rules)
-        repairer = LlmEvidenceRepairer(model, agent_model, prompts, audit)
-        judge = LlmSemanticJudge(model, guard_model, prompts, audit, input_cap_bytes=settings.diag_semantic_input_cap_bytes)
-        release = DiagnosisRelease(guard, repairer, judge, canonical)
-        agent = DiagnosisAgent(model, agent_model, boundary, prompts, audit)
-        router = IntentRouter(model, agent_model, prompts)
-        knowledge = KnowledgeAnswerer(model, agent_model, boundary, prompts, canonical, audit)
+
+        def metered(stage: str) -> ChatModel:
+            assert model is not None
+            return MeteredChatModel(model, metrics, stage)
+
+        repairer = LlmEvidenceRepairer(metered("repair"), agent_model, prompts, audit)
+        judge = LlmSemanticJudge(metered("semantic_guard"), guard_model, prompts, audit,
+                                 input_cap_bytes=settings.diag_semantic_input_cap_bytes)
+        release = DiagnosisRelease(guard, repairer, judge, canonical, metrics=metrics)
+        agent = DiagnosisAgent(metered("agent"), agent_model, boundary, prompts, audit)
+        router = IntentRouter(metered("router"), agent_model, prompts)
+        knowledge = KnowledgeAnswerer(metered("knowledge"), agent_model, boundary, prompts, canonical, audit)
 
         timeline_sink = timeline_store
         chat_service = ChatService(
@@ -224,11 +236,12 @@ async def build_services(
             ),
             budgets=budgets,
             gate=SessionGate(kv, run_deadline_s=budgets.deadline_s, shared=shared_kv),
+            metrics=metrics,
         )
         return Services(
             settings=settings, chat_service=chat_service, boundary=boundary, canonical=canonical, kv=kv, runs=runs,
             timeline_store=timeline_store, audit=audit, database=database, model=model, prompts=prompts,
-            is_model_configured=configured, redis=redis_client, _closers=closers,
+            is_model_configured=configured, redis=redis_client, metrics=metrics, _closers=closers,
         )
     except BaseException:
         # A bad setting found late (a log backend, a rules file, a projection bound) must not leak what was opened.

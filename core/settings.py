@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -61,6 +62,8 @@ class Settings(BaseSettings):
     diag_es_timeout_s: float = 10.0
 
     port: int = 3000
+    # Logs: `text` (one human line) or `json` (one object per line with run_id and session).
+    diag_log_format: Literal["text", "json"] = "text"
 
     # Tunables beyond SPEC §11 (all optional).
     diag_projection_max_bytes: int = 8 * 1024

@@ -18,6 +18,7 @@ from core.bootstrap import MODEL_HINT, ModelNotConfigured, build_services, model
 from core.contracts.evidence import ToolName
 from core.contracts.run import SessionKey, Turn
 from core.errors import StoreUnavailable
+from core.observability.log_setup import configure_logging
 from core.service.run_context import RunContext
 from core.settings import Settings
 from core.tools.args import args_model_for
@@ -131,9 +132,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args, rest = parser.parse_known_args(argv)
     if rest and args.command != "tool":
         parser.error(f"unrecognized arguments: {' '.join(rest)}")
-    # A server says what it is doing at INFO (never payloads, prompts or reasoning); one-shot commands stay quiet.
-    logging.basicConfig(level=logging.INFO if args.verbose or args.command == "serve" else logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         settings = Settings()
     except ValidationError as exc:
@@ -141,6 +139,9 @@ def main(argv: Sequence[str] | None = None) -> int:
               + "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_input=False)),
               file=sys.stderr)
         return EXIT_USAGE
+    # A server says what it is doing at INFO (never payloads, prompts or reasoning); one-shot commands stay quiet.
+    configure_logging(logging.INFO if args.verbose or args.command == "serve" else logging.WARNING,
+                      settings.diag_log_format)
     try:
         return asyncio.run(_dispatch(parser, args, rest, settings))
     except ModelNotConfigured as exc:

@@ -28,6 +28,7 @@ from core.contracts.evidence import (
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.evidence.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
+from core.observability.metrics import Metrics
 from core.ports import AuditStore, CanonicalStore, Tool
 from core.service.run_context import CancelScope, RunContext
 
@@ -78,6 +79,8 @@ class ToolBoundary:
         canonical: CanonicalStore,
         audit: AuditStore,
         projection_max_bytes: int = 8192,
+        *,
+        metrics: Metrics | None = None,
     ) -> None:
         if projection_max_bytes < MIN_PROJECTION_BYTES:
             raise ValueError(f"projection_max_bytes must be at least {MIN_PROJECTION_BYTES}")
@@ -85,6 +88,7 @@ class ToolBoundary:
         self._canonical = canonical
         self._audit = audit
         self._max_bytes = projection_max_bytes
+        self._metrics = metrics or Metrics()
 
     async def invoke(
         self, ctx: RunContext, tool_call_id: str | None, name: str, arguments: str | dict[str, Any]
@@ -288,6 +292,7 @@ class ToolBoundary:
         call.ctx.observation_bytes += size - call.reserved_bytes
         call.reserved_bytes = 0
         code = None if projection.get("error") is None else projection["error"]["code"]
+        self._metrics.tool_call(call.name, projection["evidence_status"], duration_ms / 1000)
         await self._audit_call(call, projection, size, raw, code, duration_ms)
         summary = {
             "tool": call.name[:64],

@@ -26,6 +26,7 @@ from core.contracts.release import (
 )
 from core.contracts.run import EventType
 from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
+from core.observability.metrics import Metrics
 from core.ports import CanonicalStore, EvidenceRepairer, SemanticJudge
 from core.release.fallback import (
     STAGE_EVIDENCE,
@@ -41,6 +42,7 @@ from core.service.run_context import RunContext
 logger = logging.getLogger(__name__)
 
 REASON_MAX = 300
+_CHECKS = {EventType.EVIDENCE_GUARD_INITIAL: "initial", EventType.EVIDENCE_GUARD_RECHECK: "recheck"}
 
 
 def _ms(since: float) -> float:
@@ -81,7 +83,9 @@ def sources_of(snapshot: VerifiedEvidenceSnapshot) -> list[EvidenceSource]:
 class DiagnosisRelease:
     """Publishes only drafts that pass the EvidenceGuard (after at most one repair) and the SemanticGuard."""
 
-    def __init__(self, guard: EvidenceGuard, repairer: EvidenceRepairer, judge: SemanticJudge, canonical: CanonicalStore) -> None:
+    def __init__(self, guard: EvidenceGuard, repairer: EvidenceRepairer, judge: SemanticJudge, canonical: CanonicalStore,
+                 *, metrics: Metrics | None = None) -> None:
+        self._metrics = metrics or Metrics()
         self._guard = guard
         self._repairer = repairer
         self._judge = judge
@@ -142,6 +146,7 @@ class DiagnosisRelease:
             await ctx.timeline.record(event, summary, duration_ms=_ms(started))
             return None
         summary = {**_guard_summary(result, cited), "rule_set_version": self._guard.rule_set_version}
+        self._metrics.guard_checked(_CHECKS.get(event, event.value), (v.code for v in result.violations))
         await ctx.timeline.record(event, summary, duration_ms=_ms(started))
         return result
 
@@ -159,6 +164,7 @@ class DiagnosisRelease:
             error = type(exc).__name__
             logger.warning("run %s: evidence repair failed (%s); treated as no repair", ctx.run_id, error)
         summary: dict[str, Any] = {"repaired": repaired is not None, "input_violations": len(violations)}
+        self._metrics.repair_attempted("error" if error else "repaired" if repaired is not None else "no_repair")
         if error:
             summary["error"] = error
         await ctx.timeline.record(EventType.EVIDENCE_REPAIR, summary, duration_ms=_ms(started))
@@ -173,6 +179,7 @@ class DiagnosisRelease:
             logger.warning("run %s: semantic guard failed (%s); treated as unavailable", ctx.run_id, type(exc).__name__)
             verdict = SemanticVerdict(verdict=SemanticVerdictKind.UNAVAILABLE, reason=f"the review failed ({type(exc).__name__})")
         summary = {"verdict": verdict.verdict.value, "reason": verdict.reason[:REASON_MAX]}
+        self._metrics.semantic_verdict(verdict.verdict.value)
         await ctx.timeline.record(EventType.SEMANTIC_GUARD, summary, duration_ms=_ms(started))
         return verdict
 

@@ -19,6 +19,8 @@ from typing import Any, Protocol, TypeVar
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import FallbackMessage, Outcome, PublishedReport, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, TimelineEvent, Turn
+from core.observability.log_context import log_fields
+from core.observability.metrics import Metrics
 from core.ports import KeyValueStore, ProgressSink, RunStore, Timeline, TimelineStore
 from core.service.run_context import CancelScope, RunContext
 from core.service.sessions import SessionGate
@@ -136,6 +138,7 @@ class ChatService:
         versions: RunVersions,
         budgets: Budgets | None = None,
         gate: SessionGate | None = None,
+        metrics: Metrics | None = None,
     ) -> None:
         self._router = router
         self._agent = agent
@@ -148,6 +151,7 @@ class ChatService:
         self._versions = versions
         self._budgets = budgets or Budgets()
         self._gate = gate or SessionGate(kv, run_deadline_s=self._budgets.deadline_s)
+        self._metrics = metrics or Metrics()
 
     # ---- ChatServicePort ---------------------------------------------------------------------
 
@@ -156,11 +160,13 @@ class ChatService:
         session_key = turn.session.as_str()
         run_id = new_run_id()
         try:
-            async with self._gate.turn(session_key, run_id):
-                return await self._run_turn(run_id, turn, _SafeProgress(progress) if progress else None)
+            with log_fields(run_id=run_id, session=session_key), self._metrics.run_in_flight():
+                async with self._gate.turn(session_key, run_id):
+                    return await self._run_turn(run_id, turn, _SafeProgress(progress) if progress else None)
         except Exception as exc:
             # Only the bookkeeping around a run gets here (lock, run record): a store is down.
             log.error("run %s could not be started or recorded: %s", run_id, type(exc).__name__)
+            self._metrics.run_finished(None, Outcome.FAILURE.value, None, 0.0)
             return ReleaseOutcome(
                 run_id=run_id,
                 outcome=Outcome.FAILURE,
@@ -332,6 +338,7 @@ class ChatService:
             RunStatus.FAILED: EventType.RUN_FAILED,
         }.get(record.status, EventType.RUN_FINISHED)
         elapsed_ms = (time.monotonic() - ctx.started_monotonic) * 1000
+        self._metrics.run_finished(record.intent, record.outcome, record.fallback_type, elapsed_ms / 1000)
         summary: dict[str, Any] = {"intent": record.intent, "outcome": record.outcome}
         if record.fallback_type:
             summary["fallback_type"] = record.fallback_type

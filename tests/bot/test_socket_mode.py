@@ -15,12 +15,14 @@ from pydantic import SecretStr
 from slack_sdk.errors import SlackApiError
 
 from bot.serve import serve
+from core.observability.metrics import Metrics
 from core.ports import KeyValueStore
 from core.settings import Settings
 from core.stores.kv import InMemoryKV
 from tests.bot.fake_chat import FakeChat
 from tests.bot.slack_requests import envelope, mention
 from tests.fakes.slack_server import TEAM_ID, FakeSlack
+from tests.metrics_text import sample
 
 
 @pytest.fixture(autouse=True)
@@ -142,3 +144,20 @@ async def test_stop_while_socket_mode_cannot_connect_returns_promptly(fake_slack
     await asyncio.wait_for(task, 5)
     leftovers = [t for t in asyncio.all_tasks() if "process_messages" in repr(t.get_coro())]
     assert leftovers == []
+
+
+@dataclass
+class _MeteredServices(_Services):
+    """The port double plus the metrics object serve() reads from real services."""
+
+    metrics: Metrics
+
+
+async def test_socket_mode_acks_are_timed(fake_slack: FakeSlack) -> None:
+    """Each envelope's ack over the socket is observed in diagbot_slack_ack_duration_seconds{mode="socket"}."""
+    metrics = Metrics()
+    async with _serving(_settings(fake_slack), fake_slack, _MeteredServices(FakeChat(delay_s=0.0), InMemoryKV(), metrics)):
+        first = await fake_slack.push(fake_slack.events_api_envelope(envelope(mention(ts="60.0"), event_id="EvSOCKET9")))
+        await fake_slack.wait_for_ack(first)
+        await fake_slack.wait_for_metadata(timeout_s=10)
+    assert sample(metrics.render().decode(), "diagbot_slack_ack_duration_seconds_count", mode="socket") == 1

@@ -1,0 +1,149 @@
+"""Metrics: every Prometheus series diagbot exports, in one instance registry (no module-level registry state).
+
+`core.bootstrap.build_services` builds one `Metrics` and passes it to the components it wires; each instrumented
+place calls one method here. Label values that come from outside (tool names a model chose, Slack methods and
+error codes) are folded into a bounded vocabulary so a misbehaving peer cannot explode the series count.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+from core.contracts.evidence import ToolName
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST
+OTHER = "other"
+NONE = "none"
+
+_ACK_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.0, 3.0, 5.0)
+_RUN_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 90.0, 120.0, 180.0, 300.0)
+_MODEL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
+_TOOL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+_TOOLS = frozenset(t.value for t in ToolName)
+_CODE = re.compile(r"[A-Za-z0-9_]{1,64}")
+_SLACK_METHOD = re.compile(r"[a-z][A-Za-z]{0,30}(?:\.[A-Za-z]{1,40}){1,3}")
+
+
+def bounded(value: str | None, pattern: re.Pattern[str] = _CODE) -> str:
+    """A label value: `none` for missing, the value when it matches `pattern`, else `other`."""
+    if not value:
+        return NONE
+    return value if pattern.fullmatch(value) else OTHER
+
+
+def slack_method(value: str | None) -> str:
+    """A Slack Web API method name (chat.postMessage) as a bounded label value."""
+    return bounded(value, _SLACK_METHOD)
+
+
+class Metrics:
+    """The process's Prometheus metrics; `render()` gives the text exposition for GET /metrics."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self._runs = Counter("diagbot_runs", "Finished runs by intent, outcome and fallback type.",
+                             ["intent", "outcome", "fallback_type"], registry=r)
+        self._run_seconds = Histogram("diagbot_run_duration_seconds", "Wall time of a run, routing to release decision.",
+                                      ["intent"], buckets=_RUN_BUCKETS, registry=r)
+        self._in_flight = Gauge("diagbot_runs_in_flight", "Runs being processed by this process now.", registry=r)
+        self._violations = Counter("diagbot_guard_violations", "EvidenceGuard violations by rule code and check.",
+                                   ["code", "check"], registry=r)
+        self._guard_checks = Counter("diagbot_guard_checks", "EvidenceGuard checks by check and result.",
+                                     ["check", "valid"], registry=r)
+        self._repairs = Counter("diagbot_evidence_repairs", "Evidence repair attempts by result.", ["result"], registry=r)
+        self._verdicts = Counter("diagbot_semantic_verdicts", "SemanticGuard verdicts.", ["verdict"], registry=r)
+        self._tool_calls = Counter("diagbot_tool_calls", "Tool calls through the ToolBoundary by tool and evidence status.",
+                                   ["tool", "evidence_status"], registry=r)
+        self._tool_seconds = Histogram("diagbot_tool_call_duration_seconds", "Tool call latency inside the ToolBoundary.",
+                                       ["tool"], buckets=_TOOL_BUCKETS, registry=r)
+        self._model_seconds = Histogram("diagbot_model_call_duration_seconds", "Model call latency by pipeline stage.",
+                                        ["stage", "result"], buckets=_MODEL_BUCKETS, registry=r)
+        self._ack_seconds = Histogram("diagbot_slack_ack_duration_seconds", "Time from a Slack request to its ack.",
+                                      ["mode"], buckets=_ACK_BUCKETS, registry=r)
+        self._slack_errors = Counter("diagbot_slack_api_errors", "Slack Web API calls that failed, by method and error.",
+                                     ["method", "error"], registry=r)
+        self._slack_retries = Counter("diagbot_slack_api_retries", "Slack Web API retries by method and reason.",
+                                      ["method", "reason"], registry=r)
+        self._queue_depth = Gauge("diagbot_queue_depth", "Turns waiting in the job queue.", registry=r)
+        self._queue_oldest = Gauge("diagbot_queue_oldest_job_age_seconds", "Age of the oldest waiting turn.", registry=r)
+
+    # ---- runs ----------------------------------------------------------------------------------
+
+    @contextmanager
+    def run_in_flight(self) -> Iterator[None]:
+        """Count a run as in flight for the duration of the block."""
+        self._in_flight.inc()
+        try:
+            yield
+        finally:
+            self._in_flight.dec()
+
+    def run_finished(self, intent: str | None, outcome: str | None, fallback_type: str | None, seconds: float) -> None:
+        """One finished run under its intent, outcome and fallback type (`none` when it has none)."""
+        intent_label = bounded(intent)
+        self._runs.labels(intent_label, bounded(outcome), bounded(fallback_type)).inc()
+        self._run_seconds.labels(intent_label).observe(max(0.0, seconds))
+
+    # ---- release pipeline ----------------------------------------------------------------------
+
+    def guard_checked(self, check: str, violation_codes: Iterable[str]) -> None:
+        """One EvidenceGuard check (`initial` or `recheck`) and each of its violations by code."""
+        codes = list(violation_codes)
+        check_label = bounded(check)
+        self._guard_checks.labels(check_label, "false" if codes else "true").inc()
+        for code in codes:
+            self._violations.labels(bounded(code), check_label).inc()
+
+    def repair_attempted(self, result: str) -> None:
+        """One evidence repair attempt: `repaired`, `no_repair` or `error`."""
+        self._repairs.labels(bounded(result)).inc()
+
+    def semantic_verdict(self, verdict: str) -> None:
+        """One SemanticGuard verdict (SUPPORTED, UNSUPPORTED, UNAVAILABLE)."""
+        self._verdicts.labels(bounded(verdict)).inc()
+
+    # ---- tools and models ----------------------------------------------------------------------
+
+    def tool_call(self, tool: str, evidence_status: str, seconds: float) -> None:
+        """One tool call through the boundary; names outside the tool set count as `other`."""
+        tool_label = tool if tool in _TOOLS else OTHER
+        self._tool_calls.labels(tool_label, bounded(evidence_status)).inc()
+        self._tool_seconds.labels(tool_label).observe(max(0.0, seconds))
+
+    def model_call(self, stage: str, ok: bool, seconds: float) -> None:
+        """One model call of a stage (agent, router, repair, semantic_guard, knowledge), answered or failed."""
+        self._model_seconds.labels(bounded(stage), "ok" if ok else "error").observe(max(0.0, seconds))
+
+    # ---- Slack ---------------------------------------------------------------------------------
+
+    def slack_ack(self, mode: str, seconds: float) -> None:
+        """Time a Slack request (HTTP or Socket Mode envelope) took to be acknowledged."""
+        self._ack_seconds.labels(bounded(mode)).observe(max(0.0, seconds))
+
+    def slack_api_error(self, method: str | None, error: str | None) -> None:
+        """A Slack Web API call that failed (Slack's error code, an HTTP status or a network error type)."""
+        self._slack_errors.labels(slack_method(method), bounded(error)).inc()
+
+    def slack_api_retry(self, method: str | None, reason: str) -> None:
+        """The Slack client retries a call (rate limited, server error, connection error)."""
+        self._slack_retries.labels(slack_method(method), bounded(reason)).inc()
+
+    # ---- job queue -----------------------------------------------------------------------------
+
+    def queue_state(self, depth: int, oldest_age_s: float) -> None:
+        """The job queue's depth and the age of its oldest waiting turn (0 when empty)."""
+        self._queue_depth.set(max(0, depth))
+        self._queue_oldest.set(max(0.0, oldest_age_s))
+
+    # ---- exposition ----------------------------------------------------------------------------
+
+    def render(self) -> bytes:
+        """The Prometheus text exposition of every series (content type: `CONTENT_TYPE`)."""
+        return generate_latest(self.registry)
+
