@@ -51,7 +51,7 @@ async def test_json_lines_carry_the_run_of_each_task() -> None:
     """Concurrent tasks bound to different runs log their own run_id/session; outside a run both are null."""
     stream = io.StringIO()
     configure_logging(logging.INFO, "json", stream)
-    log = logging.getLogger("diagbot.test")
+    log = logging.getLogger("tests.log_format")
 
     async def run(n: int) -> None:
         with log_fields(run_id=f"run_{n}", session=f"T:C:{n}"):
@@ -76,9 +76,9 @@ async def test_text_format_stays_one_human_line() -> None:
     stream = io.StringIO()
     configure_logging(logging.INFO, "text", stream)
     with log_fields(run_id="run_x", session="s"):
-        logging.getLogger("diagbot.test").info("hello")
+        logging.getLogger("tests.log_format").info("hello")
     [line] = stream.getvalue().splitlines()
-    assert line.endswith("INFO diagbot.test: hello")
+    assert line.endswith("INFO tests.log_format: hello")
 
 
 @pytest.mark.usefixtures("restore_logging")
