@@ -16,9 +16,8 @@ from bot.app import build_bot
 from bot.serve import build_web_app
 from core.bootstrap import build_services
 from core.observability.metrics import Metrics
-from core.settings import Settings
+from core.settings import DEMO_CLOCK, Settings
 from core.stores.kv import RedisKV
-from entrypoints.demo import DEMO_CLOCK
 from testkit.openai_server import FakeOpenAIServer
 from tests.bot.conftest import Harness
 from tests.bot.fake_chat import FakeChat

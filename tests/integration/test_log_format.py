@@ -18,8 +18,7 @@ from core.contracts.release import Outcome
 from core.contracts.run import SessionKey, Turn
 from core.observability.log_context import log_fields
 from core.observability.log_setup import CHATTY_LOGGERS, configure_logging
-from core.settings import Settings
-from entrypoints.demo import DEMO_CLOCK
+from core.settings import DEMO_CLOCK, Settings
 from testkit.openai_server import FakeOpenAIServer
 from tests.bot.test_real_pipeline import _grounded_script
 
