@@ -112,16 +112,20 @@ class EvidenceRepairer(Protocol):
         referencable: Sequence[CallSummary],
         *,
         run_id: str | None = None,
+        time_left_s: float | None = None,
+        timeline: Timeline | None = None,
     ) -> DiagnosisDraft | None:
-        """At most one repair attempt; None when the repair produced nothing usable. run_id: for the reasoning audit."""
+        """At most one repair attempt; None when the repair produced nothing usable. run_id: for the reasoning audit;
+        time_left_s: the time the run can give the repair; timeline: where its model calls are recorded."""
         ...
 
 
 class SemanticJudge(Protocol):
     async def judge(
-        self, query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot
+        self, query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot, *,
+        time_left_s: float | None = None, timeline: Timeline | None = None,
     ) -> SemanticVerdict:
-        """One isolated judgement; UNAVAILABLE after bounded retries."""
+        """One isolated judgement; UNAVAILABLE after bounded retries or when time_left_s is spent."""
         ...
 
 

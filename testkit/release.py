@@ -17,7 +17,7 @@ from core.contracts.evidence import (
     ToolName,
 )
 from core.contracts.release import SemanticVerdict, SemanticVerdictKind, VerifiedEvidenceSnapshot, Violation
-from core.ports import CanonicalStore
+from core.ports import CanonicalStore, Timeline
 
 FIXED_TIME = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 
@@ -48,6 +48,8 @@ class ScriptedRepairer:
         referencable: Sequence[CallSummary],
         *,
         run_id: str | None = None,
+        time_left_s: float | None = None,
+        timeline: Timeline | None = None,
     ) -> DiagnosisDraft | None:
         """Record the inputs, then answer as scripted."""
         self.calls.append(RepairCall(query, draft, list(violations), list(referencable)))
@@ -75,7 +77,10 @@ class FixedJudge:
     error: Exception | None = None
     calls: list[JudgeCall] = field(default_factory=list)
 
-    async def judge(self, query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot) -> SemanticVerdict:
+    async def judge(
+        self, query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot, *,
+        time_left_s: float | None = None, timeline: Timeline | None = None,
+    ) -> SemanticVerdict:
         """Record the inputs, then answer as scripted."""
         self.calls.append(JudgeCall(query, draft, snapshot))
         if self.error is not None:

@@ -15,6 +15,19 @@ class Intent(StrEnum):
     CHAT = "CHAT"
 
 
+class StopReason(StrEnum):
+    """Why a tool loop (the Diagnosis Agent, the Knowledge Answer) ended."""
+
+    SUBMITTED = "submitted"
+    BUDGET_STEPS = "budget_steps"
+    BUDGET_TOOL_CALLS = "budget_tool_calls"
+    BUDGET_OBSERVATION = "budget_observation"
+    DEADLINE = "deadline"
+    CANCELLED = "cancelled"
+    MODEL_UNAVAILABLE = "model_unavailable"
+    WIRE_FORMAT = "wire_format"
+
+
 class SessionKey(BaseModel, frozen=True):
     """A Slack thread (or a CLI thread id) is one session."""
 

@@ -43,6 +43,8 @@ logger = logging.getLogger(__name__)
 
 REASON_MAX = 300
 _CHECKS = {EventType.EVIDENCE_GUARD_INITIAL: "initial", EventType.EVIDENCE_GUARD_RECHECK: "recheck"}
+POST_MARGIN_S = 2.0
+MIN_REVIEW_S = 3.0
 
 
 def _ms(since: float) -> float:
@@ -158,7 +160,8 @@ class DiagnosisRelease:
         error: str | None = None
         try:
             repaired = await self._repairer.repair(
-                ctx.query, draft, violations, call_summaries(records, ctx.run_id), run_id=ctx.run_id
+                ctx.query, draft, violations, call_summaries(records, ctx.run_id), run_id=ctx.run_id,
+                time_left_s=repair_time_s(ctx.seconds_left()), timeline=ctx.timeline,
             )
         except Exception as exc:
             error = type(exc).__name__
@@ -174,7 +177,8 @@ class DiagnosisRelease:
         """The SemanticGuard's verdict; any exception means UNAVAILABLE."""
         started = time.perf_counter()
         try:
-            verdict = await self._judge.judge(ctx.query, draft, snapshot)
+            verdict = await self._judge.judge(ctx.query, draft, snapshot, time_left_s=review_time_s(ctx.seconds_left()),
+                                              timeline=ctx.timeline)
         except Exception as exc:
             logger.warning("run %s: semantic guard failed (%s); treated as unavailable", ctx.run_id, type(exc).__name__)
             verdict = SemanticVerdict(verdict=SemanticVerdictKind.UNAVAILABLE, reason=f"the review failed ({type(exc).__name__})")
@@ -230,3 +234,15 @@ class DiagnosisRelease:
             await ctx.progress.update(ctx.run_id, stage, detail)
         except Exception as exc:  # progress is cosmetic: a failing Slack update must not stop the release
             logger.warning("run %s: progress update failed (%s)", ctx.run_id, type(exc).__name__)
+
+
+def review_time_s(seconds_left: float) -> float:
+    """What the SemanticGuard may spend: the run's time left minus the margin to post the outcome.
+
+    A draft submitted at the very deadline still gets a short review (the service's backstop grace covers it)."""
+    return max(seconds_left - POST_MARGIN_S, MIN_REVIEW_S)
+
+
+def repair_time_s(seconds_left: float) -> float:
+    """What the repair may spend: half of what is left after the posting margin (the recheck and review need the rest)."""
+    return max((seconds_left - POST_MARGIN_S) / 2, MIN_REVIEW_S)

@@ -59,9 +59,14 @@ class RouteDecisionLike(Protocol):
     @property
     def source(self) -> str: ...
 
+    @property
+    def reason(self) -> str | None: ...
+
 
 class IntentRouting(Protocol):
-    async def decide(self, text: str) -> RouteDecisionLike:
+    async def decide(
+        self, text: str, *, timeline: Timeline | None = None, time_left_s: float | None = None
+    ) -> RouteDecisionLike:
         """The intent and what decided it ('rule', 'model' or 'fallback')."""
         ...
 
@@ -288,14 +293,15 @@ class ChatService:
             await ctx.progress.update(ctx.run_id, "routing")
         started = time.monotonic()
         try:
-            decision = await self._router.decide(ctx.query)
-            intent, routed_by = decision.intent, decision.source
+            decision = await self._router.decide(ctx.query, timeline=ctx.timeline, time_left_s=ctx.seconds_left())
+            intent, routed_by, why = decision.intent, decision.source, decision.reason
         except Exception as exc:
             # A broken router must not lose the question: diagnosis is the safe default.
             log.warning("router failed for %s: %s", ctx.run_id, type(exc).__name__)
-            intent, routed_by = Intent.DIAGNOSIS, "default_after_router_error"
+            intent, routed_by, why = Intent.DIAGNOSIS, "default_after_router_error", type(exc).__name__
         elapsed_ms = (time.monotonic() - started) * 1000
-        await ctx.timeline.record(EventType.INTENT_ROUTED, {"intent": intent.value, "by": routed_by}, elapsed_ms)
+        summary = {"intent": intent.value, "by": routed_by, **({"reason": why} if why else {})}
+        await ctx.timeline.record(EventType.INTENT_ROUTED, summary, elapsed_ms)
         return intent
 
     async def _diagnose(self, ctx: RunContext) -> ReleaseOutcome:

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import SemanticVerdict, SemanticVerdictKind, VerifiedEvidenceSnapshot
 from core.llm.model import ChatModel, ModelUnavailable
+from core.llm.model_step import ModelStep
 from core.llm.prompts import PromptLibrary
 from core.llm.wire import parse_json_object, system_message, user_message
-from core.ports import AuditStore
+from core.ports import AuditStore, Timeline
 
 log = logging.getLogger(__name__)
 
 SHORTENED_MARK = " …[shortened for review]"
 ITEM_KEYS = ("evidence_blocks", "logs", "rows")
 MIN_STRING_CHARS = 24
+NO_TIME = "no time left in the run"
 VERDICTS = {SemanticVerdictKind.SUPPORTED.value, SemanticVerdictKind.UNSUPPORTED.value}
 
 
@@ -162,7 +165,11 @@ def parse_verdict(content: str | None, output_cap_bytes: int) -> SemanticVerdict
 
 
 class LlmSemanticJudge:
-    """Implements SemanticJudge: frozen input, no tools, bounded retries, UNAVAILABLE when no well-formed verdict."""
+    """Implements SemanticJudge: frozen input, no tools, bounded retries, UNAVAILABLE when no well-formed verdict.
+
+    The retries share the time the run has left (time_left_s): a hanging reviewer ends UNAVAILABLE in time for
+    the fallback to be posted before the run's deadline, whatever the per-call timeout setting says.
+    """
 
     def __init__(
         self,
@@ -176,36 +183,47 @@ class LlmSemanticJudge:
         max_attempts: int = 3,
         timeout_s: float = 60.0,
     ) -> None:
-        self.model = model
         self.model_name = model_name
         self.prompts = prompts
-        self.audit = audit
         self.input_cap_bytes = input_cap_bytes
         self.output_cap_bytes = output_cap_bytes
         self.max_attempts = max(1, max_attempts)
-        self.timeout_s = timeout_s
+        self._step = ModelStep(model, model_name, "semantic_guard", timeout_s=timeout_s, audit=audit)
 
-    async def judge(self, query: str, draft: DiagnosisDraft, snapshot: VerifiedEvidenceSnapshot) -> SemanticVerdict:
+    async def judge(
+        self,
+        query: str,
+        draft: DiagnosisDraft,
+        snapshot: VerifiedEvidenceSnapshot,
+        *,
+        time_left_s: float | None = None,
+        timeline: Timeline | None = None,
+    ) -> SemanticVerdict:
         """Judge the whole draft against the snapshot; retry malformed answers and transport errors, then UNAVAILABLE."""
         body, shortened, text = _judge_input(query, draft, snapshot, self.input_cap_bytes)
         if text is None:
             text = json.dumps(body, ensure_ascii=False)
         messages = [system_message(self.prompts.get("semantic_guard")), user_message(text)]
+        ends = None if time_left_s is None else time.monotonic() + time_left_s
         problems: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
+            left = None if ends is None else ends - time.monotonic()
+            if left is not None and left <= 0:
+                problems.append(NO_TIME)
+                break
             try:
-                reply = await self.model.complete(model=self.model_name, messages=messages, tools=None, timeout_s=self.timeout_s)
+                reply = await self._step.call(messages, None, step=attempt, run_id=snapshot.run_id, timeline=timeline,
+                                              time_left_s=left)
             except ModelUnavailable as exc:
-                problems.append("unreachable" if exc.status_code is None else f"HTTP {exc.status_code}")
+                problems.append("unreachable or timed out" if exc.status_code is None else f"HTTP {exc.status_code}")
                 continue
-            if self.audit is not None:
-                await self.audit.record_reasoning(snapshot.run_id, "semantic_guard", attempt, reply.reasoning)
             verdict = None if reply.tool_calls else parse_verdict(reply.content, self.output_cap_bytes)
             if verdict is not None:
                 log.info("semantic guard run=%s verdict=%s attempt=%d shortened=%s", snapshot.run_id, verdict.verdict,
                          attempt, shortened)
                 return verdict
             problems.append("malformed answer")
-        reason = f"semantic guard unavailable after {self.max_attempts} attempts ({', '.join(problems)})"
+        tried = sum(1 for p in problems if p != NO_TIME)
+        reason = f"semantic guard unavailable after {tried} attempt{'s' if tried != 1 else ''} ({', '.join(problems)})"
         log.warning("run=%s %s", snapshot.run_id, reason)
         return SemanticVerdict(verdict=SemanticVerdictKind.UNAVAILABLE, reason=reason[:1000])

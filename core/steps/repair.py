@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import time
 from collections.abc import Iterable, Sequence
 
 from pydantic import ValidationError
@@ -18,10 +19,11 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary
 from core.contracts.release import Violation
 from core.llm.model import ChatModel, ModelReply, ModelUnavailable
+from core.llm.model_step import ModelStep
 from core.llm.prompts import PromptLibrary
+from core.llm.tool_loop import validation_summary
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
-from core.ports import AuditStore
-from core.steps.agent import validation_summary
+from core.ports import AuditStore, Timeline
 from core.steps.schemas import SUBMIT_DIAGNOSIS, repair_tools
 
 log = logging.getLogger(__name__)
@@ -85,12 +87,10 @@ class LlmEvidenceRepairer:
         *,
         timeout_s: float = 60.0,
     ) -> None:
-        self.model = model
         self.model_name = model_name
         self.prompts = prompts
-        self.audit = audit
         self.run_id = run_id
-        self.timeout_s = timeout_s
+        self._step = ModelStep(model, model_name, "evidence_repair", timeout_s=timeout_s, audit=audit)
         self._tools = repair_tools()
 
     async def repair(
@@ -101,8 +101,12 @@ class LlmEvidenceRepairer:
         referencable: Sequence[CallSummary],
         *,
         run_id: str | None = None,
+        time_left_s: float | None = None,
+        timeline: Timeline | None = None,
     ) -> DiagnosisDraft | None:
-        """At most one repair (plus one corrective turn on a wire-format mistake); None when nothing usable came back."""
+        """At most one repair (plus one corrective turn on a wire-format mistake); None when nothing usable came back.
+
+        Both calls share time_left_s (what the run can give the repair), whatever the per-call setting says."""
         body = {
             "query": query,
             "draft": draft.model_dump(mode="json"),
@@ -110,17 +114,18 @@ class LlmEvidenceRepairer:
             "referencable_calls": [c.model_dump(mode="json") for c in referencable],
         }
         messages = [system_message(self.prompts.get("evidence_repair")), user_message(json.dumps(body, ensure_ascii=False))]
+        ends = None if time_left_s is None else time.monotonic() + time_left_s
         for attempt in (1, 2):
+            left = None if ends is None else ends - time.monotonic()
+            if left is not None and left <= 0:
+                log.warning("evidence repair: no time left in the run")
+                return None
             try:
-                reply = await self.model.complete(
-                    model=self.model_name, messages=messages, tools=self._tools, timeout_s=self.timeout_s
-                )
+                reply = await self._step.call(messages, self._tools, step=attempt, run_id=run_id or self.run_id,
+                                              timeline=timeline, time_left_s=left)
             except ModelUnavailable:
                 log.warning("evidence repair: model unavailable")
                 return None
-            audit_run = run_id or self.run_id
-            if self.audit is not None and audit_run is not None:
-                await self.audit.record_reasoning(audit_run, "evidence_repair", attempt, reply.reasoning)
             repaired, correction = self._read(reply, messages)
             if repaired is not None:
                 problems = added_facts(draft, repaired, (c.tool_call_id for c in referencable))

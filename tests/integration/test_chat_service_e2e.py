@@ -142,9 +142,9 @@ async def test_grounded_diagnosis_is_published_with_ordered_timeline(rig: Rig) -
     assert outcome.report is not None
     assert outcome.report.sources[0].tool_name.value == "query_logs"
     assert await rig.events(outcome) == [
-        EventType.RUN_STARTED, EventType.INTENT_ROUTED, EventType.MODEL_CALL, EventType.TOOL_CALL, EventType.MODEL_CALL,
-        EventType.DRAFT_SUBMITTED, EventType.EVIDENCE_GUARD_INITIAL, EventType.SEMANTIC_GUARD,
-        EventType.RELEASE_DECISION, EventType.RUN_FINISHED]
+        EventType.RUN_STARTED, EventType.MODEL_CALL, EventType.INTENT_ROUTED, EventType.MODEL_CALL, EventType.TOOL_CALL,
+        EventType.MODEL_CALL, EventType.DRAFT_SUBMITTED, EventType.EVIDENCE_GUARD_INITIAL, EventType.MODEL_CALL,
+        EventType.SEMANTIC_GUARD, EventType.RELEASE_DECISION, EventType.RUN_FINISHED]  # every model call is on the trace
     run = await rig.services.chat_service.get_run(outcome.run_id)
     assert run is not None
     assert run.status is RunStatus.FINISHED

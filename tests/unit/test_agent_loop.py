@@ -22,6 +22,8 @@ from tests.fakes.agent_doubles import FakeBoundary, RecordingAudit, RecordingPro
 LOG_LINE = {"timestamp": "2026-11-29T23:05:28Z", "service": "order-service", "level": "ERROR",
             "message": "HikariPool-1 - Connection is not available, request timed out after 30000ms", "fields": {}}
 LOGS_ARGS = json.dumps({"service": "order-service", "query": "timeout", "level": "ERROR"})
+LOGS_ARGS_B = json.dumps({"service": "order-service", "query": "HikariPool", "level": "ERROR"})
+LOGS_ARGS_C = json.dumps({"service": "payment-service", "query": "timeout"})
 
 
 def draft_citing(*ids: str) -> str:
@@ -115,8 +117,8 @@ async def test_parallel_tool_calls_run_concurrently(prompts: PromptLibrary) -> N
 
 async def test_missing_and_duplicate_ids_get_unique_wire_ids_matching_the_boundary(prompts: PromptLibrary) -> None:
     """Calls without ids or reusing an id get the boundary's minted id on the wire; assistant and tool ids match."""
-    calls = [(None, "query_logs", LOGS_ARGS), ("dup", "query_logs", LOGS_ARGS), ("dup", "query_mysql", '{"sql": "SELECT 1"}')]
-    model = ScriptedChatModel([reply(calls=calls), reply(calls=[("dup", "query_logs", LOGS_ARGS)]), submit_cited])
+    calls = [(None, "query_logs", LOGS_ARGS), ("dup", "query_logs", LOGS_ARGS_B), ("dup", "query_mysql", '{"sql": "SELECT 1"}')]
+    model = ScriptedChatModel([reply(calls=calls), reply(calls=[("dup", "query_logs", LOGS_ARGS_C)]), submit_cited])
     boundary = FakeBoundary({"query_logs": {"logs": [LOG_LINE]}})
     ctx, _ = make_ctx()
     result = await agent_with(model, boundary, prompts).run(ctx, None)
@@ -131,20 +133,50 @@ async def test_missing_and_duplicate_ids_get_unique_wire_ids_matching_the_bounda
     assert set(assistant_ids) == stored
 
 
-async def test_identical_repeated_calls_each_get_their_own_projection(prompts: PromptLibrary) -> None:
-    """Two byte-identical calls (same reused id and arguments) are two invocations with two distinct answers."""
+async def test_identical_calls_in_one_step_cost_one_backend_query(prompts: PromptLibrary) -> None:
+    """Two identical calls in one step (same tool, same arguments) run once; the second gets that projection and a note."""
     model = ScriptedChatModel([reply(calls=[("call_0", "query_logs", LOGS_ARGS), ("call_0", "query_logs", LOGS_ARGS)]),
                                submit_cited])
     boundary = FakeBoundary({"query_logs": {"logs": [LOG_LINE]}})
     ctx, _ = make_ctx()
     result = await agent_with(model, boundary, prompts).run(ctx, None)
     assert result.stop_reason == "submitted"
+    assert len(boundary.calls) == 1
+    assert result.tool_calls == 1
+    assert result.repeated_calls == 1
     ids = tool_ids(model.requests[1])
     assert len(ids) == 2
-    assert ids[0] == "call_0"
-    assert ids[1] != "call_0"
-    contents = [json.loads(m["content"])["tool_call_id"] for m in model.requests[1].messages if m["role"] == "tool"]
-    assert contents == ids
+    assert len(set(ids)) == 2
+    bodies = [json.loads(m["content"]) for m in model.requests[1].messages if m["role"] == "tool"]
+    assert bodies[0]["tool_call_id"] == bodies[1]["tool_call_id"] == ids[0]
+    assert "note" not in bodies[0]
+    assert "not run again" in bodies[1]["note"]
+
+
+async def test_a_call_repeated_in_a_later_step_is_answered_from_the_first(prompts: PromptLibrary) -> None:
+    """A call identical to one of an earlier step (after normalisation: defaults, spacing) is not run again."""
+    same_but_spelled_differently = json.dumps({"level": "ERROR", "query": " timeout ", "service": "order-service",
+                                               "limit": 20})
+    model = ScriptedChatModel([reply(calls=[("c1", "query_logs", LOGS_ARGS)]),
+                               reply(calls=[("c2", "query_logs", same_but_spelled_differently)]), submit_cited])
+    boundary = FakeBoundary({"query_logs": {"logs": [LOG_LINE]}})
+    ctx, _ = make_ctx()
+    result = await agent_with(model, boundary, prompts).run(ctx, None)
+    assert result.stop_reason == "submitted"
+    assert len(boundary.calls) == 1
+    repeated = json.loads([m for m in model.requests[2].messages if m["role"] == "tool"][-1]["content"])
+    assert repeated["tool_call_id"] == "c1"
+    assert ctx.tool_calls <= 1  # no budget spent twice
+
+
+async def test_a_repeat_of_an_error_call_runs_again(prompts: PromptLibrary) -> None:
+    """Only results are reused: a call that ended in ERROR (a timeout, say) may be tried again."""
+    model = ScriptedChatModel([reply(calls=[("c1", "query_logs", LOGS_ARGS)]), reply(calls=[("c2", "query_logs", LOGS_ARGS)]),
+                               submit_cited])
+    boundary = FakeBoundary({"query_logs": {"error": {"code": "TIMEOUT", "message": "timed out"}}})
+    ctx, _ = make_ctx()
+    await agent_with(model, boundary, prompts).run(ctx, None)
+    assert len(boundary.calls) == 2
 
 
 async def test_prose_gets_one_corrective_turn_then_a_submit_is_accepted(prompts: PromptLibrary) -> None:
@@ -269,7 +301,7 @@ async def test_step_budget_stops_the_loop(prompts: PromptLibrary) -> None:
 
 async def test_tool_call_budget_exhaustion_stops_the_loop(prompts: PromptLibrary) -> None:
     """When the boundary answers BUDGET_EXHAUSTED for a tool call, the loop ends with 'budget_tool_calls'."""
-    model = ScriptedChatModel([reply(calls=[("c1", "query_logs", LOGS_ARGS)]), reply(calls=[("c2", "query_logs", LOGS_ARGS)]),
+    model = ScriptedChatModel([reply(calls=[("c1", "query_logs", LOGS_ARGS)]), reply(calls=[("c2", "query_logs", LOGS_ARGS_B)]),
                                submit_cited])
     ctx, _ = make_ctx(max_tool_calls=1)
     result = await agent_with(model, FakeBoundary({"query_logs": {"logs": [LOG_LINE]}}), prompts).run(ctx, None)

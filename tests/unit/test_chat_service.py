@@ -99,13 +99,14 @@ class RunTimelineDouble:
 class Decision:
     intent: Intent
     source: str
+    reason: str | None = None
 
 
 class Router:
     def __init__(self, intent: Intent | Exception = Intent.DIAGNOSIS) -> None:
         self.intent = intent
 
-    async def decide(self, text: str) -> Decision:
+    async def decide(self, text: str, *, timeline: object = None, time_left_s: float | None = None) -> Decision:
         if isinstance(self.intent, Exception):
             raise self.intent
         return Decision(self.intent, "model")
@@ -303,7 +304,7 @@ async def test_router_failure_falls_back_to_diagnosis_with_the_question() -> Non
     assert outcome.outcome is Outcome.SUCCESS
     events = await rig.service.timeline(outcome.run_id)
     routed = next(e for e in events if e.type is EventType.INTENT_ROUTED)
-    assert routed.summary == {"intent": "DIAGNOSIS", "by": "default_after_router_error"}
+    assert routed.summary == {"intent": "DIAGNOSIS", "by": "default_after_router_error", "reason": "RuntimeError"}
 
 
 async def test_unexpected_exception_becomes_failure_without_leaking_it() -> None:

@@ -52,3 +52,26 @@ async def test_any_failure_routes_to_diagnosis(prompts: PromptLibrary, step: obj
     model = ScriptedChatModel([step])  # type: ignore[list-item]
     decision = await IntentRouter(model, "m", prompts).decide("why is order-service failing?")
     assert (decision.intent, decision.source) == (Intent.DIAGNOSIS, "fallback")
+
+
+@pytest.mark.parametrize(
+    ("answer", "intent"),
+    [("KNOWLEDGE", Intent.KNOWLEDGE), ("knowledge.", Intent.KNOWLEDGE), ("`CHAT`", Intent.CHAT),
+     ("**DIAGNOSIS**", Intent.DIAGNOSIS), ("intent: KNOWLEDGE", Intent.KNOWLEDGE),
+     ('Sure! Here is the classification:\n```json\n{"intent": "KNOWLEDGE"}\n```\nHope that helps.', Intent.KNOWLEDGE),
+     ('The answer is {"intent": "CHAT"} because it is a greeting.', Intent.CHAT)],
+)
+async def test_loose_answers_of_small_models_are_read(prompts: PromptLibrary, answer: str, intent: Intent) -> None:
+    """A bare intent word, a fenced JSON object in prose, or a JSON object inside prose decide the intent."""
+    model = ScriptedChatModel([reply(answer)])
+    decision = await IntentRouter(model, "m", prompts).decide("what does the runbook say about HikariCP exhaustion?")
+    assert (decision.intent, decision.source) == (intent, "model")
+
+
+@pytest.mark.parametrize("answer", ["KNOWLEDGE or CHAT", "I think DIAGNOSIS", '{"intent": "REBOOT"} {"x": 1}', "x" * 5000])
+async def test_unreadable_answers_route_to_diagnosis_and_say_why(prompts: PromptLibrary, answer: str) -> None:
+    """Two candidate words, a word inside a sentence, unknown intents or an oversized answer: DIAGNOSIS, with a reason."""
+    model = ScriptedChatModel([reply(answer)])
+    decision = await IntentRouter(model, "m", prompts).decide("why is order-service failing?")
+    assert (decision.intent, decision.source) == (Intent.DIAGNOSIS, "fallback")
+    assert decision.reason == "unreadable router answer"
