@@ -40,6 +40,7 @@ from core.steps.judge import LlmSemanticJudge
 from core.steps.knowledge import KnowledgeAnswerer
 from core.steps.repair import LlmEvidenceRepairer
 from core.steps.router import IntentRouter
+from core.steps.schemas import diagnosis_tools, knowledge_tools
 from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
 from core.stores.kv import InMemoryKV, RedisKV
 from core.stores.sql.audit import SqlAuditStore
@@ -187,6 +188,7 @@ async def build_services(
                 openai_model = OpenAIChatModel(
                     settings.openai_base_url,
                     settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+                    tool_choice=settings.diag_model_tool_choice,
                 )
                 closers.append(openai_model.aclose)
                 model = openai_model
@@ -211,13 +213,16 @@ async def build_services(
             assert model is not None
             return MeteredChatModel(model, metrics, stage)
 
-        repairer = LlmEvidenceRepairer(metered("repair"), agent_model, prompts, audit)
+        timeout_s, strict = settings.diag_model_timeout_s, settings.diag_model_strict
+        repairer = LlmEvidenceRepairer(metered("repair"), agent_model, prompts, audit, timeout_s=timeout_s, strict=strict)
         judge = LlmSemanticJudge(metered("semantic_guard"), guard_model, prompts, audit,
-                                 input_cap_bytes=settings.diag_semantic_input_cap_bytes)
+                                 input_cap_bytes=settings.diag_semantic_input_cap_bytes, timeout_s=timeout_s)
         release = DiagnosisRelease(guard, repairer, judge, canonical, metrics=metrics)
-        agent = DiagnosisAgent(metered("agent"), agent_model, boundary, prompts, audit)
-        router = IntentRouter(metered("router"), agent_model, prompts)
-        knowledge = KnowledgeAnswerer(metered("knowledge"), agent_model, boundary, prompts, canonical, audit)
+        agent = DiagnosisAgent(metered("agent"), agent_model, boundary, prompts, audit, call_timeout_s=timeout_s,
+                               tools=diagnosis_tools(strict=strict))
+        router = IntentRouter(metered("router"), agent_model, prompts, timeout_s=settings.router_timeout_s)
+        knowledge = KnowledgeAnswerer(metered("knowledge"), agent_model, boundary, prompts, canonical, audit,
+                                      call_timeout_s=timeout_s, tools=knowledge_tools(strict=strict))
 
         timeline_sink = timeline_store
         chat_service = ChatService(

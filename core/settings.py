@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from core.contracts.run import Budgets
@@ -74,6 +74,35 @@ class Settings(BaseSettings):
     diag_rules_file: Path = DEFAULT_RULES_FILE
     diag_prompts_dir: Path = PROMPTS_DIR
     budgets: Budgets = Field(default_factory=Budgets)
+
+    # The model endpoint (see docs/local-models.md): a per-call timeout for every stage (each call also gets
+    # no more than what is left of the run), strict function schemas (dropped automatically when the endpoint
+    # refuses them), and tool_choice to send ("required" for servers that leave tools out of the prompt otherwise).
+    diag_model_timeout_s: float = Field(default=60.0, gt=0)
+    diag_router_timeout_s: float | None = Field(default=None, gt=0)
+    diag_model_strict: bool = True
+    diag_model_tool_choice: str | None = None
+    # Per-run budgets (SPEC §8); unset keeps the Budgets defaults.
+    diag_max_steps: int | None = Field(default=None, ge=1)
+    diag_max_tool_calls: int | None = Field(default=None, ge=1)
+    diag_tool_timeout_s: float | None = Field(default=None, gt=0)
+    diag_run_deadline_s: float | None = Field(default=None, gt=0)
+    diag_max_observation_bytes: int | None = Field(default=None, ge=1024)
+
+    @model_validator(mode="after")
+    def _budgets_from_settings(self) -> Settings:
+        overrides = {name: value for name, value in (
+            ("max_steps", self.diag_max_steps), ("max_tool_calls", self.diag_max_tool_calls),
+            ("tool_timeout_s", self.diag_tool_timeout_s), ("deadline_s", self.diag_run_deadline_s),
+            ("max_observation_bytes", self.diag_max_observation_bytes)) if value is not None}
+        if overrides:
+            self.budgets = self.budgets.model_copy(update=overrides)
+        return self
+
+    @property
+    def router_timeout_s(self) -> float:
+        """The router answers one word: its own timeout when set, else the model timeout capped at 20 s."""
+        return self.diag_router_timeout_s or min(20.0, self.diag_model_timeout_s)
 
     @property
     def guard_model(self) -> str | None:

@@ -15,6 +15,9 @@ Every entry is an object with any of:
 - "delay_s": float                          wait before answering (slow answer / client timeout)
 - "disconnect": true                        drop the connection without answering (transport error)
 
+With strict=True the server checks every `strict: true` function schema against OpenAI's strict-mode rules
+(testkit/strict.py) and answers HTTP 400 naming the first problem, as OpenAI does.
+
 In Python an entry may also be a callable taking the request JSON and returning an entry, so a scripted
 agent can cite the tool_call_ids it actually got back. When the script is exhausted the server answers
 HTTP 400 "script exhausted" (not retryable), so a test that under-scripts fails loudly.
@@ -80,8 +83,9 @@ class FakeOpenAIServer:
     """Serves scripted chat completions on 127.0.0.1 and records every request body."""
 
     def __init__(self, script: list[Entry] | None = None, *, host: str = "127.0.0.1", port: int = 0,
-                 models: list[str] | None = None) -> None:
+                 models: list[str] | None = None, strict: bool = False) -> None:
         self._queue: deque[Entry] = deque(script or [])
+        self.strict = strict
         self.host = host
         self.port = port
         self.models = models or ["fake-model"]
@@ -175,6 +179,10 @@ class FakeOpenAIServer:
         await writer.drain()
         return True
 
+    @staticmethod
+    def _strict_problem(request: dict[str, Any]) -> str | None:
+        return _first_strict_problem(request)
+
     async def _dispatch(
         self, method: str, path: str, body: bytes, headers: dict[str, str]
     ) -> tuple[int, dict[str, str], dict[str, Any]] | None:
@@ -188,6 +196,9 @@ class FakeOpenAIServer:
             return 400, {}, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}}
         self.requests.append(request)
         self.request_headers.append(headers)
+        problem = self._strict_problem(request) if self.strict else None
+        if problem is not None:
+            return 400, {}, {"error": {"message": f"Invalid schema for function: {problem}", "type": "invalid_request_error"}}
         if not self._queue:
             return 400, {}, {"error": {"message": "script exhausted", "type": "invalid_request_error"}}
         entry = self._queue.popleft()
@@ -201,6 +212,18 @@ class FakeOpenAIServer:
             return int(resolved["status"]), dict(resolved.get("headers") or {}), body_json
         body_json = completion_body(resolved, str(request.get("model", "")), len(self.requests))
         return 200, dict(resolved.get("headers") or {}), body_json
+
+
+def _first_strict_problem(request: dict[str, Any]) -> str | None:
+    from testkit.strict import strict_mode_problems
+
+    for tool in request.get("tools") or []:
+        function = tool.get("function", {})
+        if function.get("strict"):
+            problems = strict_mode_problems(function.get("parameters", {}))
+            if problems:
+                return f"{function.get('name')}: {problems[0]}"
+    return None
 
 
 async def _serve_forever(host: str, port: int, script: list[Entry]) -> None:

@@ -104,11 +104,13 @@ class ModelStep:
             await _record(timeline, {**summary, "cut_off": stop.reason.value}, started)
             raise
         except ModelUnavailable as exc:
+            # A transport timeout cut short by the run's own deadline is the deadline, not a model failure.
+            if ctx is not None and ctx.seconds_left() <= DEADLINE_SLACK_S:
+                await _record(timeline, {**summary, "cut_off": StopReason.DEADLINE.value}, started)
+                raise LoopStopped(StopReason.DEADLINE) from None
             await _record(timeline, {**summary, "error": "model_unavailable", "status_code": exc.status_code}, started)
             if ctx is not None:
-                # A transport timeout cut short by the run's own deadline is the deadline, not a model failure.
-                deadline = ctx.seconds_left() <= DEADLINE_SLACK_S
-                raise LoopStopped(StopReason.DEADLINE if deadline else StopReason.MODEL_UNAVAILABLE) from None
+                raise LoopStopped(StopReason.MODEL_UNAVAILABLE) from None
             raise
         except asyncio.CancelledError:
             await asyncio.shield(_record(timeline, {**summary, "cut_off": "cancelled"}, started))

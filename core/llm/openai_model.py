@@ -67,6 +67,7 @@ class OpenAIChatModel:
         backoff_max_s: float = 8.0,
         retry_after_cap_s: float = 20.0,
         client: AsyncOpenAI | None = None,
+        tool_choice: str | None = None,
     ) -> None:
         self._client = client or AsyncOpenAI(
             base_url=base_url, api_key=api_key or "unused", max_retries=0, http_client=default_http_client()
@@ -77,6 +78,8 @@ class OpenAIChatModel:
         self.backoff_max_s = backoff_max_s
         self.retry_after_cap_s = retry_after_cap_s
         self.last_attempts = 0
+        self.tool_choice = tool_choice
+        self.adapt = EndpointAdaptation()
 
     async def complete(
         self,
@@ -94,9 +97,12 @@ class OpenAIChatModel:
             attempt += 1
             self.last_attempts = attempt
             try:
-                return await self._once(model, messages, tools, timeout_s)
+                return await self._once(model, self.adapt.messages(messages), self.adapt.tools(tools), timeout_s)
             except (openai.APIConnectionError, openai.APIStatusError) as exc:  # APITimeoutError is a connection error
                 status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
+                if status is not None and self.adapt.learn(status, messages, tools):
+                    attempt -= 1  # the request was malformed for this endpoint, not a failed attempt
+                    continue
                 retryable = status is None or status in _RETRYABLE_STATUS or status >= 500
                 if not retryable or attempt > self.max_retries:
                     raise ModelUnavailable(_describe(exc), status_code=status, attempts=attempt) from exc
@@ -112,6 +118,8 @@ class OpenAIChatModel:
         body: dict[str, Any] = {"model": model, "messages": messages}
         if tools:
             body["tools"] = tools
+            if self.tool_choice:
+                body["tool_choice"] = self.tool_choice
         # The same POST `chat.completions.create` makes, minus two costs that grow with the conversation: its walk
         # of the TypedDict annotations over every message and tool schema (the body is plain JSON already), and the
         # build of the typed ChatCompletion (only a few fields are read). Status errors, timeouts and connection
@@ -142,6 +150,42 @@ class OpenAIChatModel:
     async def aclose(self) -> None:
         """Close the underlying HTTP client."""
         await self._client.close()
+
+
+class EndpointAdaptation:
+    """What this endpoint turned out not to accept, learnt from its 4xx/5xx answers, each adapted once and for good:
+    `strict: true` function schemas (sent without it afterwards) and assistant messages with `content: null`
+    (sent as "" afterwards; llama-cpp-python answers them with HTTP 500)."""
+
+    def __init__(self) -> None:
+        self.no_strict = False
+        self.empty_content = False
+
+    def learn(self, status: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> bool:
+        """True when the failed request had something this endpoint may reject that is not yet adapted."""
+        if status not in (400, 422, 500):
+            return False
+        if not self.no_strict and any(t.get("function", {}).get("strict") for t in tools or []):
+            self.no_strict = True
+            log.warning("the model endpoint refused strict function schemas (HTTP %d); sending them without strict", status)
+            return True
+        if not self.empty_content and any(m.get("role") == "assistant" and m.get("content") is None for m in messages):
+            self.empty_content = True
+            log.warning("the model endpoint refused content: null (HTTP %d); sending empty content instead", status)
+            return True
+        return False
+
+    def messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages as this endpoint accepts them."""
+        if not self.empty_content:
+            return messages
+        return [dict(m, content="") if m.get("role") == "assistant" and m.get("content") is None else m for m in messages]
+
+    def tools(self, tools: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        """The tool schemas as this endpoint accepts them."""
+        if not tools or not self.no_strict:
+            return tools
+        return [{**t, "function": {k: v for k, v in t["function"].items() if k != "strict"}} for t in tools]
 
 
 def parse_completion(data: Any) -> ModelReply:

@@ -86,12 +86,13 @@ class LlmEvidenceRepairer:
         run_id: str | None = None,
         *,
         timeout_s: float = 60.0,
+        strict: bool = False,
     ) -> None:
         self.model_name = model_name
         self.prompts = prompts
         self.run_id = run_id
         self._step = ModelStep(model, model_name, "evidence_repair", timeout_s=timeout_s, audit=audit)
-        self._tools = repair_tools()
+        self._tools = repair_tools(strict=strict)
 
     async def repair(
         self,

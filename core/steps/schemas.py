@@ -1,4 +1,12 @@
-"""OpenAI tool schemas generated from the pydantic contracts, with $defs inlined so weaker servers accept them."""
+"""OpenAI tool schemas generated from the pydantic contracts, with $defs inlined so weaker servers accept them.
+
+The schema the model is given says what the contract needs (SPEC §4, §12): a submit function's fields are all
+required (a draft needs at least one analysis with id, kind, text and citations, and a scope), so a
+grammar-constrained server cannot produce a draft that satisfies the schema yet can never pass the guard.
+The pydantic models themselves stay lenient, so a missing field becomes a guard violation code, not a crash.
+With strict=True the schemas also follow OpenAI's strict function-calling rules (every property required,
+optional scalars nullable, additionalProperties false, no unsupported keywords) and carry "strict": true.
+"""
 
 from __future__ import annotations
 
@@ -57,9 +65,71 @@ def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return result
 
 
-def function_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:
+SUBMIT_FUNCTIONS = frozenset({SUBMIT_DIAGNOSIS, SUBMIT_KNOWLEDGE})
+NULLABLE_IN_CONTRACT = frozenset({"conclusion"})
+AT_LEAST_ONE = frozenset({"analysis", "citations", "tool_call_ids"})
+# Keywords OpenAI's strict mode rejects; the pydantic model still enforces them when the answer is parsed.
+STRICT_UNSUPPORTED = frozenset({"maxLength", "minLength", "default", "title", "examples"})
+
+
+def _non_null(node: dict[str, Any]) -> dict[str, Any]:
+    """The non-null branch of an Optional's anyOf (keeping the outer description)."""
+    branches = [b for b in node.get("anyOf", []) if b.get("type") != "null"]
+    if len(branches) != 1:
+        return node
+    merged = {**branches[0], **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
+    return merged
+
+
+def require_contract(node: Any) -> Any:
+    """Every property of a submit function's objects required; lists the contract needs get minItems 1."""
+    if isinstance(node, list):
+        return [require_contract(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: require_contract(v) for k, v in node.items()}
+    properties = out.get("properties")
+    if out.get("type") == "object" and isinstance(properties, dict):
+        for key, prop in list(properties.items()):
+            prop = {k: v for k, v in prop.items() if k != "default"}
+            if key not in NULLABLE_IN_CONTRACT and "anyOf" in prop:
+                prop = _non_null(prop)
+            if key in AT_LEAST_ONE and prop.get("type") == "array":
+                prop["minItems"] = 1
+            properties[key] = prop
+        out["required"] = list(properties)
+        out["additionalProperties"] = False
+    return out
+
+
+def strict_schema(node: Any) -> Any:
+    """OpenAI strict mode: all properties required, optional scalars nullable, no unsupported keywords."""
+    if isinstance(node, list):
+        return [strict_schema(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    required = set(node.get("required", []))
+    out = {k: strict_schema(v) for k, v in node.items() if k not in STRICT_UNSUPPORTED}
+    properties = out.get("properties")
+    if out.get("type") == "object" and isinstance(properties, dict):
+        for key, prop in list(properties.items()):
+            optional = key not in required
+            nullable = "anyOf" in prop and any(b.get("type") == "null" for b in prop["anyOf"])
+            if optional and not nullable and prop.get("type") != "array":
+                properties[key] = {"anyOf": [{k: v for k, v in prop.items() if k != "description"}, {"type": "null"}],
+                                   **({"description": prop["description"]} if "description" in prop else {})}
+        out["required"] = list(properties)
+        out["additionalProperties"] = False
+    return out
+
+
+def function_schema(name: str, model: type[BaseModel], *, strict: bool = False) -> dict[str, Any]:
     """One OpenAI `tools` entry: the model's JSON schema as parameters, its docstring as description."""
     parameters = inline_refs(model.model_json_schema())
+    if name in SUBMIT_FUNCTIONS:
+        parameters = require_contract(parameters)
+    if strict:
+        parameters = strict_schema(parameters)
     doc = inspect.getdoc(model) or ""
     parameters.pop("description", None)
     description = doc.strip() or _FALLBACK_DESCRIPTIONS.get(name, name)
@@ -67,26 +137,29 @@ def function_schema(name: str, model: type[BaseModel]) -> dict[str, Any]:
         description = f"{_FALLBACK_DESCRIPTIONS[name]} {description}".strip()
     parameters.setdefault("type", "object")
     parameters.setdefault("properties", {})
-    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+    function: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
+    if strict:
+        function["strict"] = True
+    return {"type": "function", "function": function}
 
 
 @functools.cache
-def _cached(names: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+def _cached(names: tuple[str, ...], strict: bool) -> tuple[dict[str, Any], ...]:
     # Schema generation costs milliseconds; the contracts never change at run time, so build each set once.
-    return tuple(function_schema(n, ARGS_MODELS[n]) for n in names)
+    return tuple(function_schema(n, ARGS_MODELS[n], strict=strict) for n in names)
 
 
-def diagnosis_tools() -> list[dict[str, Any]]:
+def diagnosis_tools(*, strict: bool = False) -> list[dict[str, Any]]:
     """Schemas offered to the Diagnosis Agent: the three read-only tools and submit_diagnosis_draft (shared, read-only)."""
     return list(_cached((ToolName.LOOKUP_KNOWLEDGE.value, ToolName.QUERY_LOGS.value, ToolName.QUERY_MYSQL.value,
-                         SUBMIT_DIAGNOSIS)))
+                         SUBMIT_DIAGNOSIS), strict))
 
 
-def repair_tools() -> list[dict[str, Any]]:
+def repair_tools(*, strict: bool = False) -> list[dict[str, Any]]:
     """Schemas offered to EvidenceRepair: submit_diagnosis_draft only (shared, read-only)."""
-    return list(_cached((SUBMIT_DIAGNOSIS,)))
+    return list(_cached((SUBMIT_DIAGNOSIS,), strict))
 
 
-def knowledge_tools() -> list[dict[str, Any]]:
+def knowledge_tools(*, strict: bool = False) -> list[dict[str, Any]]:
     """Schemas offered on the knowledge path: lookup_knowledge and submit_knowledge_answer (shared, read-only)."""
-    return list(_cached((ToolName.LOOKUP_KNOWLEDGE.value, SUBMIT_KNOWLEDGE)))
+    return list(_cached((ToolName.LOOKUP_KNOWLEDGE.value, SUBMIT_KNOWLEDGE), strict))

@@ -17,6 +17,16 @@ _LEVEL_ALIASES = {"WARNING": "WARN", "ERR": "ERROR"}
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        """A null for a field with a non-null default means "use the default" (strict schemas make every field
+        required and optional ones nullable, so strict-mode models send `"limit": null`)."""
+        if isinstance(data, dict):
+            fields = cls.model_fields
+            return {k: v for k, v in data.items() if not (v is None and k in fields and fields[k].default is not None)}
+        return data
+
 
 class KnowledgeArgs(_Args):
     """Arguments of lookup_knowledge: ranked retrieval over the Markdown runbooks."""
