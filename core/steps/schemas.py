@@ -77,8 +77,7 @@ def _non_null(node: dict[str, Any]) -> dict[str, Any]:
     branches = [b for b in node.get("anyOf", []) if b.get("type") != "null"]
     if len(branches) != 1:
         return node
-    merged = {**branches[0], **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
-    return merged
+    return {**branches[0], **{k: v for k, v in node.items() if k not in ("anyOf", "default")}}
 
 
 def require_contract(node: Any) -> Any:

@@ -12,9 +12,8 @@ import pytest
 from core.bootstrap import build_services
 from core.contracts.release import Outcome
 from core.contracts.run import SessionKey, Turn
-from core.settings import Settings
+from core.settings import DEMO_CLOCK, Settings
 from core.steps.schemas import diagnosis_tools, knowledge_tools, repair_tools
-from entrypoints.demo import DEMO_CLOCK
 from testkit.openai_server import FakeOpenAIServer
 from testkit.strict import minimal_arguments, strict_mode_problems
 
@@ -114,7 +113,7 @@ async def test_an_endpoint_refusing_null_content_gets_empty_content() -> None:
     """llama-cpp-python answers content: null with HTTP 500: the request is re-sent with "" and remembered."""
     from core.llm.openai_model import OpenAIChatModel
 
-    history = [{"role": "user", "content": "q"},
+    history: list[dict[str, Any]] = [{"role": "user", "content": "q"},
                {"role": "assistant", "content": None, "tool_calls": [
                    {"id": "c1", "type": "function", "function": {"name": "query_logs", "arguments": "{}"}}]},
                {"role": "tool", "tool_call_id": "c1", "content": "{}"}]
