@@ -77,8 +77,8 @@ class ModelProbe:
                                fix="check OPENAI_BASE_URL (scheme, host, port, /v1) and that the server runs")
 
     async def _chat(self, messages: list[dict[str, Any]], **extra: Any) -> Any:
-        return await self.client.chat.completions.create(model=self.model, messages=messages, timeout=self.timeout_s,
-                                                         **extra)
+        create: Any = self.client.chat.completions.create  # plain dict messages, as the endpoint receives them
+        return await create(model=self.model, messages=messages, timeout=self.timeout_s, **extra)
 
     async def models_list(self) -> ProbeResult:
         """DIAG_MODEL is among the served models (where the server lists them)."""
@@ -119,7 +119,7 @@ class ModelProbe:
     async def tool_results_seen(self) -> ProbeResult:
         """The result of a tool call reaches the model in the next turn (role: tool rendered by the chat template)."""
         secret_word = f"ZEBRA-{secrets.token_hex(2).upper()}"
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": "user", "content": "Call echo, then tell me the word it returned."},
             {"role": "assistant", "content": "", "tool_calls": [
                 {"id": "call_probe", "type": "function", "function": {"name": "echo", "arguments": json.dumps({"token": "x"})}}]},
@@ -135,7 +135,7 @@ class ModelProbe:
 
     async def null_content(self) -> ProbeResult:
         """An assistant message with content: null and tool_calls is accepted."""
-        messages = [
+        messages: list[dict[str, Any]] = [
             {"role": "user", "content": "Call echo."},
             {"role": "assistant", "content": None, "tool_calls": [
                 {"id": "call_null", "type": "function", "function": {"name": "echo", "arguments": "{}"}}]},
