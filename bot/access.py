@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import time
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.slack_errors import error_code
 from core.contracts.run import RunRecord
 from core.ports import ChatServicePort
 
@@ -40,8 +40,8 @@ class ChannelMembers:
                 cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None
                 if not cursor:
                     break
-        except SlackApiError as exc:
-            log.warning("conversations.members failed: %s", exc.response.get("error"))
+        except Exception as exc:  # any Slack answer or network failure: nobody is shown the run (fail closed)
+            log.warning("conversations.members of %s failed: %s", channel, error_code(exc))
             return frozenset()
         result = frozenset(found)
         self._cache[channel] = (time.monotonic() + self._ttl_s, result)

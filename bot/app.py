@@ -17,6 +17,7 @@ from bot.access import ChannelMembers, RunAccess
 from bot.actions import register_actions
 from bot.commands import register_commands
 from bot.dedup import Deduplicator
+from bot.delivery import DeliveryPolicy
 from bot.deps import BotDeps
 from bot.events import register_events
 from bot.metering import CountingRetryHandler, MeteredWebClient
@@ -74,7 +75,7 @@ class SlackBot:
 
 def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, client: AsyncWebClient | None = None,
               progress_interval_s: float = MIN_INTERVAL_S, pooled: bool = True,
-              metrics: Metrics | None = None) -> SlackBot:
+              metrics: Metrics | None = None, delivery: DeliveryPolicy = DeliveryPolicy()) -> SlackBot:
     """Build the app and its listeners' shared state (call inside a running loop when pooled; close with aclose)."""
     session = None
     if client is None and pooled:
@@ -86,7 +87,8 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
         chat=chat,
         client=client,
         dedup=Deduplicator(kv),
-        runner=TurnRunner(chat, client, progress_interval_s),
+        runner=TurnRunner(chat, client, progress_interval_s, run_deadline_s=settings.budgets.deadline_s,
+                          delivery=delivery),
         access=RunAccess(chat, ChannelMembers(client)),
     )
     register_events(app, deps)

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import logging
 import time
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.render.limits import clip
 from bot.render.mrkdwn import code, escape, section
+from bot.slack_errors import error_code
+from bot.slack_retry import without_retries
+
+__all__ = ["MIN_INTERVAL_S", "PLACEHOLDER", "PLACEHOLDER_TIMEOUT_S", "SlackProgress", "without_retries"]
 
 log = logging.getLogger(__name__)
 
 MIN_INTERVAL_S = 1.5
+# The run waits at most this long for its placeholder (the SDK's retries included); then it goes on without one and
+# its final message is posted in the thread instead (retried until Slack is back, within the run's deadline).
+PLACEHOLDER_TIMEOUT_S = 10.0
 PLACEHOLDER = "Looking into it…"
 _STAGE_WORDS = {
     "routing": "understanding the question",
@@ -41,22 +46,13 @@ def _tool_line(detail: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def without_retries(client: AsyncWebClient) -> AsyncWebClient:
-    """The same client (token, base URL, connection pool) without retry handlers.
-
-    Progress edits are best-effort and superseded by the next one; retried after a 429's Retry-After (or a 5xx) they
-    would stay in flight for seconds, and close() must wait for an edit in flight before the final message may go.
-    """
-    edit_client = copy.copy(client)
-    edit_client.retry_handlers = []
-    return edit_client
-
-
 class SlackProgress:
     """ProgressSink for one turn: posts the placeholder, edits it at most every MIN_INTERVAL_S (last state wins)."""
 
     def __init__(self, client: AsyncWebClient, channel: str, thread_ts: str, min_interval_s: float = MIN_INTERVAL_S) -> None:
         self._client = client
+        # Progress edits are best-effort and superseded by the next one: retried after a 429 they would stay in flight
+        # for seconds, and close() must wait for an edit in flight before the final message may go.
         self._edit_client = without_retries(client)
         self._channel = channel
         self._thread_ts = thread_ts
@@ -75,13 +71,13 @@ class SlackProgress:
     async def start(self) -> None:
         """Post the placeholder in the thread (failure is logged; the final message is then posted instead)."""
         try:
-            resp = await self._client.chat_postMessage(channel=self._channel, thread_ts=self._thread_ts, text=PLACEHOLDER)
+            async with asyncio.timeout(PLACEHOLDER_TIMEOUT_S):
+                resp = await self._client.chat_postMessage(channel=self._channel, thread_ts=self._thread_ts,
+                                                           text=PLACEHOLDER)
             self.ts = resp.get("ts")
             self._last_edit = time.monotonic()
-        except SlackApiError as exc:
-            log.warning("placeholder not posted: %s", exc.response.get("error"))
-        except Exception as exc:  # network down after the SDK's retries: the run goes on, the final is posted later
-            log.warning("placeholder not posted: %s", type(exc).__name__)
+        except Exception as exc:  # any Slack answer or network failure: the run goes on, the final is posted later
+            log.warning("placeholder not posted in channel %s: %s", self._channel, error_code(exc))
 
     def _render(self) -> tuple[str, list[dict[str, Any]]]:
         head = PLACEHOLDER + (f" run {code(self.run_id)}" if self.run_id else "")
@@ -119,10 +115,8 @@ class SlackProgress:
             try:
                 await self._edit_client.chat_update(channel=self._channel, ts=self.ts, text=text, blocks=blocks)
                 self.edits += 1
-            except SlackApiError as exc:
-                log.warning("progress update failed: %s", exc.response.get("error"))
             except Exception as exc:  # a lost edit is harmless; letting it escape would break close() and the final
-                log.warning("progress update failed: %s", type(exc).__name__)
+                log.warning("progress update in channel %s failed: %s", self._channel, error_code(exc))
             finally:
                 self._in_flight = False
 

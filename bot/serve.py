@@ -15,6 +15,7 @@ from slack_sdk.errors import SlackApiError
 
 from bot.app import build_bot
 from bot.metering import ack_timer, add_metrics_route
+from bot.slack_errors import error_code
 from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, KeyValueStore
 from core.runtime import tune_gc
@@ -74,14 +75,14 @@ async def _first_wss_url(handler: Any) -> None:
     try:
         handler.client.wss_uri = await handler.client.issue_new_wss_url()
     except SlackApiError as exc:
-        code = str(exc.response.get("error") or "unknown_error")
+        code = error_code(exc)
         if code in FATAL_TOKEN_ERRORS:
             log.error("Slack refused SLACK_APP_TOKEN (%s): it must be an app-level xapp- token with connections:write",
                       code)
             raise
         log.warning("apps.connections.open failed (%s); retrying", code)
     except Exception as exc:  # network: the SDK's connect loop retries
-        log.warning("apps.connections.open failed (%s); retrying", type(exc).__name__)
+        log.warning("apps.connections.open failed (%s); retrying", error_code(exc))
 
 
 async def _run_socket_mode(app: AsyncApp, app_token: str, stop: asyncio.Event, metrics: Metrics) -> None:

@@ -11,27 +11,39 @@ from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.delivery import deliver_final
+from bot.delivery import DeliveryPolicy, deliver_final
 from bot.progress import MIN_INTERVAL_S, SlackProgress
 from bot.render.message import internal_error_message, render_outcome, shutdown_message
 from core.contracts.release import ReleaseOutcome
-from core.contracts.run import SessionKey, Turn
+from core.contracts.run import Budgets, SessionKey, Turn
 from core.ports import ChatServicePort
+from core.service.chat_service import release_grace_s
 
 log = logging.getLogger(__name__)
 
 MAX_TURN_TEXT = 4000
 # How long a turn cancelled at shutdown may spend telling its thread.
 SHUTDOWN_NOTE_TIMEOUT_S = 5.0
+# How long past the run's hard backstop (deadline + release grace) its final message may still take to reach Slack:
+# a Slack outage shorter than this still ends in the answer.
+FINAL_MARGIN_S = 60.0
+
+
+def answer_by_s(run_deadline_s: float) -> float:
+    """Seconds from a turn's acceptance by which its final message is in the thread (or its failure logged)."""
+    return run_deadline_s + release_grace_s(run_deadline_s) + FINAL_MARGIN_S
 
 
 class TurnRunner:
     """Starts turns as background tasks (references kept so they are not garbage-collected) and delivers results."""
 
-    def __init__(self, chat: ChatServicePort, client: AsyncWebClient, progress_interval_s: float = MIN_INTERVAL_S) -> None:
+    def __init__(self, chat: ChatServicePort, client: AsyncWebClient, progress_interval_s: float = MIN_INTERVAL_S, *,
+                 run_deadline_s: float = Budgets().deadline_s, delivery: DeliveryPolicy = DeliveryPolicy()) -> None:
         self._chat = chat
         self._client = client
         self._progress_interval_s = progress_interval_s
+        self._answer_by_s = answer_by_s(run_deadline_s)
+        self._delivery = delivery
         self._tasks: set[asyncio.Task[None]] = set()
         self._busy = 0
 
@@ -72,6 +84,7 @@ class TurnRunner:
         channel, thread_ts = turn.session.channel, turn.session.thread_ts
         progress = SlackProgress(self._client, channel, thread_ts, self._progress_interval_s)
         outcome: ReleaseOutcome | None = None
+        until = time.monotonic() + self._answer_by_s
         try:
             await progress.start()
             started = time.monotonic()
@@ -83,13 +96,14 @@ class TurnRunner:
             await progress.close()
             with contextlib.suppress(Exception, asyncio.CancelledError):
                 async with asyncio.timeout(SHUTDOWN_NOTE_TIMEOUT_S):
-                    await deliver_final(self._client, channel, thread_ts, progress.ts, shutdown_message(progress.run_id))
+                    await deliver_final(self._client, channel, thread_ts, progress.ts, shutdown_message(progress.run_id),
+                                        policy=self._delivery)
             raise
         finally:  # no progress task may outlive its turn
             await progress.close()
         msg = (internal_error_message(progress.run_id) if outcome is None
                else render_outcome(outcome, time.monotonic() - started))
-        await deliver_final(self._client, channel, thread_ts, progress.ts, msg)
+        await deliver_final(self._client, channel, thread_ts, progress.ts, msg, until=until, policy=self._delivery)
 
     async def aclose(self, timeout_s: float = 10.0) -> None:
         """Wait briefly for running turns, then cancel the rest (shutdown)."""

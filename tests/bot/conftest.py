@@ -13,12 +13,16 @@ from aiohttp.test_utils import TestServer
 from pydantic import SecretStr
 
 from bot.app import SlackBot, build_bot
+from bot.delivery import DeliveryPolicy
 from bot.serve import build_web_app
 from core.settings import Settings
 from core.stores.kv import RedisKV
 from tests.bot.fake_chat import FakeChat
 from tests.bot.slack_requests import SECRET, SlackSender
 from tests.fakes.slack_server import FakeSlack
+
+# Retry budgets short enough for tests (production: DeliveryPolicy()).
+FAST_DELIVERY = DeliveryPolicy(update_budget_s=0.3, cleanup_budget_s=0.3, final_budget_s=5.0, first_backoff_s=0.05)
 
 
 @pytest.fixture
@@ -64,7 +68,8 @@ class Harness:
 async def harness(settings: Settings, fake_slack: FakeSlack, chat: FakeChat, redis_client: aioredis.Redis,
                   key_prefix: str) -> AsyncIterator[Harness]:
     """The app built by build_bot, served by aiohttp on a local port, with dedup in real Redis."""
-    bot = build_bot(settings, chat, RedisKV(redis_client, prefix=key_prefix), progress_interval_s=0.05)
+    bot = build_bot(settings, chat, RedisKV(redis_client, prefix=key_prefix), progress_interval_s=0.05,
+                    delivery=FAST_DELIVERY)
     server = TestServer(build_web_app(bot.app))
     await server.start_server()
     async with aiohttp.ClientSession() as session:

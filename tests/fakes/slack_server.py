@@ -1,11 +1,13 @@
 """A local fake of the Slack Web API (aiohttp): records every call, answers like Slack, injects faults.
 
-Answers auth.test, chat.postMessage (returns a ts), chat.update, chat.postEphemeral, conversations.members
+Answers auth.test, chat.postMessage (returns a ts), chat.update, chat.delete, chat.postEphemeral, conversations.members
 (configurable, paginated), reactions.add, and a response_url endpoint for Bolt's `respond()`. It is also a Socket Mode
 server: apps.connections.open hands out `ws://.../link`, where it says `hello`, pushes the envelopes a test queues
 with `push()` and records the client's acks (`wait_for_ack()`). It validates
 Block Kit limits the way Slack does (invalid_blocks / msg_blocks_too_long), so a renderer bug shows up as
-an `ok: false` answer here rather than in production.
+an `ok: false` answer here rather than in production. `plan` (tests/fakes/slack_faults.py) injects any bad answer —
+JSON errors, text/HTML/empty bodies, resets, 429s — per method and call number; `thread()` / `finals()` show what a
+user sees in a thread after every edit and deletion.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
+
+from tests.fakes.slack_faults import FaultPlan
 
 BOT_USER_ID = "UBOT"
 BOT_ID = "BBOT"
@@ -89,6 +93,8 @@ class FakeSlack:
     faults: dict[str, list[Fault]] = field(default_factory=lambda: defaultdict(list))
     messages: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     hold: dict[str, asyncio.Event] = field(default_factory=dict)
+    plan: FaultPlan = field(default_factory=FaultPlan)  # fault injection by method and call number (slack_faults.py)
+    deleted: list[tuple[str, str]] = field(default_factory=list)
     _call_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _response_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -257,6 +263,8 @@ class FakeSlack:
         self._call_arrived.set()
         if method in self.hold:  # a slow Slack: answer only once the test releases the method
             await self.hold[method].wait()
+        if (injected := await self.plan.answer(method, params, request)) is not None:
+            return injected
         queue = self.faults.get(method)
         if queue:
             fault = queue[0]
@@ -300,6 +308,24 @@ class FakeSlack:
             return {"ok": False, "error": "message_not_found"}
         self.messages[key] = {**self.messages[key], **params}
         return {"ok": True, "channel": params["channel"], "ts": params["ts"], "text": params.get("text")}
+
+    def _m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
+        key = (params.get("channel", ""), params.get("ts", ""))
+        if key not in self.messages:
+            return {"ok": False, "error": "message_not_found"}
+        del self.messages[key]
+        self.deleted.append(key)
+        return {"ok": True, "channel": key[0], "ts": key[1]}
+
+    def thread(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+        """The messages in a thread as a user sees them now (after every edit and deletion), oldest first."""
+        found = [(ts, m) for (ch, ts), m in self.messages.items() if ch == channel and m.get("thread_ts") == thread_ts]
+        return [m for _, m in sorted(found, key=lambda item: item[0])]
+
+    def finals(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
+        """The visible messages of a thread that carry a turn's `diag_run_finished` metadata."""
+        return [m for m in self.thread(channel, thread_ts)
+                if (m.get("metadata") or {}).get("event_type") == "diag_run_finished"]
 
     def _m_chat_postEphemeral(self, params: dict[str, Any]) -> dict[str, Any]:
         if (bad := self._check_message(params)) is not None:
