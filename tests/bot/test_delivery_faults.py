@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 import pytest
 
@@ -40,7 +41,7 @@ POST_CODES = ["internal_error", "fatal_error", "service_unavailable", "request_t
               "msg_too_long", "msg_blocks_too_long", "invalid_metadata_format", "metadata_too_large"]
 
 
-def assert_one_answer(h: Harness, thread_ts: str, outcome: str = "SUCCESS") -> dict[str, object]:
+def assert_one_answer(h: Harness, thread_ts: str, outcome: str = "SUCCESS") -> dict[str, Any]:
     """Exactly one visible final message in the thread, and nothing else there (no placeholder left behind)."""
     thread = h.slack.thread("C1", thread_ts)
     finals = h.slack.finals("C1", thread_ts)

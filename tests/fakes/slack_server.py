@@ -256,7 +256,7 @@ class FakeSlack:
                 await self._response_arrived.wait()
         return self.responses.pop(0)
 
-    async def _api(self, request: web.Request) -> web.Response:
+    async def _api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
         params = await self._params(request)
         self.calls.append(Call(method, params))
