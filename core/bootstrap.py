@@ -25,11 +25,11 @@ from core.errors import StoreUnavailable
 from core.evidence.boundary import ToolBoundary
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
-from core.llm.model import ChatModel, ModelReply, ModelUnavailable
+from core.llm.model import ModelReply, ModelUnavailable
 from core.llm.prompts import PromptLibrary
 from core.observability.metered_model import MeteredChatModel
 from core.observability.metrics import Metrics
-from core.ports import AuditStore, CanonicalStore, KeyValueStore, RunStore, TimelineStore, Tool
+from core.ports import AuditStore, CanonicalStore, ChatModel, KeyValueStore, RunStore, TimelineStore, Tool
 from core.release.release import DiagnosisRelease
 from core.service.chat_service import ChatService, RunVersions
 from core.service.sessions import SessionGate
@@ -134,7 +134,7 @@ async def build_services(
     settings: Settings,
     *,
     model: ChatModel | None = None,
-    tools: Mapping[ToolName, Tool] | None = None,
+    tools: Mapping[ToolName, Tool[Any]] | None = None,
     canonical: CanonicalStore | None = None,
     kv: KeyValueStore | None = None,
     runs: RunStore | None = None,

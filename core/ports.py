@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary, CanonicalRecord, InvocationMeta, RawResult, ToolName
-from core.contracts.release import ReleaseOutcome, SemanticVerdict, VerifiedEvidenceSnapshot, Violation
-from core.contracts.run import EventType, RunRecord, TimelineEvent, Turn
+from core.contracts.release import PublishedReport, ReleaseOutcome, SemanticVerdict, VerifiedEvidenceSnapshot, Violation
+from core.contracts.run import EventType, Intent, RunRecord, StopReason, TimelineEvent, Turn
+
+if TYPE_CHECKING:
+    from core.llm.model import ModelReply
+    from core.service.run_context import RunContext
+
+ArgsT = TypeVar("ArgsT", bound=BaseModel)
 
 
 class CanonicalStore(Protocol):
@@ -92,14 +98,82 @@ class Timeline(Protocol):
     ) -> None: ...
 
 
-class Tool(Protocol):
-    """One read-only tool backend behind the ToolBoundary."""
+class Tool(Protocol[ArgsT]):
+    """One read-only tool backend behind the ToolBoundary, generic over its argument model (no downcasts)."""
 
     name: ToolName
-    args_model: type[BaseModel]
+    args_model: type[ArgsT]
 
-    async def run(self, args: BaseModel) -> RawResult:
+    async def run(self, args: ArgsT) -> RawResult:
         """Execute validated arguments. Raise ToolFailure for a clear ERROR; any other exception is a bug."""
+        ...
+
+
+class ToolInvoker(Protocol):
+    """The ToolBoundary as a tool loop sees it: never raises for bad input, returns the projection JSON."""
+
+    async def invoke(
+        self, ctx: RunContext, tool_call_id: str | None, name: str, arguments: str | dict[str, Any]
+    ) -> dict[str, Any]: ...
+
+
+class ChatModel(Protocol):
+    """An OpenAI-compatible chat completion endpoint (non-streaming)."""
+
+    async def complete(
+        self,
+        *,
+        model: str,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]] | None = None,
+        timeout_s: float = 60.0,
+    ) -> ModelReply:
+        """Return the assistant's reply; raise ModelUnavailable when no answer can be had."""
+        ...
+
+
+class RouteDecisionLike(Protocol):
+    """What the router decided: the intent, by what ('rule', 'model', 'fallback') and, for a fallback, why."""
+
+    @property
+    def intent(self) -> Intent: ...
+
+    @property
+    def source(self) -> str: ...
+
+    @property
+    def reason(self) -> str | None: ...
+
+
+class IntentRouting(Protocol):
+    async def decide(
+        self, text: str, *, timeline: Timeline | None = None, time_left_s: float | None = None
+    ) -> RouteDecisionLike:
+        """The intent and what decided it ('rule', 'model' or 'fallback')."""
+        ...
+
+
+class AgentRunResult(Protocol):
+    @property
+    def draft(self) -> DiagnosisDraft | None: ...
+
+    @property
+    def stop_reason(self) -> StopReason: ...
+
+
+class DiagnosisAgentPort(Protocol):
+    async def run(self, ctx: RunContext, previous_report: PublishedReport | None) -> AgentRunResult: ...
+
+
+class ReleasePort(Protocol):
+    async def release(self, ctx: RunContext, draft: DiagnosisDraft) -> ReleaseOutcome: ...
+
+    async def failure(self, ctx: RunContext, reason: str) -> ReleaseOutcome: ...
+
+
+class KnowledgePort(Protocol):
+    async def answer(self, ctx: RunContext) -> ReleaseOutcome:
+        """Answer a knowledge question: SUCCESS with a verified answer or SAFE_FALLBACK KNOWLEDGE_UNVERIFIED."""
         ...
 
 

@@ -75,7 +75,7 @@ class ToolBoundary:
 
     def __init__(
         self,
-        tools: Mapping[ToolName, Tool],
+        tools: Mapping[ToolName, Tool[Any]],
         canonical: CanonicalStore,
         audit: AuditStore,
         projection_max_bytes: int = 8192,
@@ -188,7 +188,7 @@ class ToolBoundary:
         normalised: dict[str, Any] = json.loads(json.dumps(arguments, default=str))
         return normalised
 
-    async def _run(self, call: _Call, tool: Tool, args: BaseModel) -> RawResult | ToolError:
+    async def _run(self, call: _Call, tool: Tool[Any], args: BaseModel) -> RawResult | ToolError:
         """Run the tool under the per-tool timeout (capped by the deadline), stopping early on cancellation."""
         name = call.name
         timeout = min(call.ctx.budgets.tool_timeout_s, call.ctx.seconds_left())

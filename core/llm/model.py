@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
-
 from pydantic import BaseModel, Field
 
 
@@ -40,18 +38,3 @@ class ModelReply(BaseModel):
     reasoning: str | None = Field(default=None, description="Provider reasoning; audit only, never used for decisions.")
     finish_reason: str | None = None
     usage: ModelUsage = Field(default_factory=ModelUsage)
-
-
-class ChatModel(Protocol):
-    """An OpenAI-compatible chat completion endpoint (non-streaming)."""
-
-    async def complete(
-        self,
-        *,
-        model: str,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]] | None = None,
-        timeout_s: float = 60.0,
-    ) -> ModelReply:
-        """Return the assistant's reply; raise ModelUnavailable when no answer can be had."""
-        ...

@@ -14,8 +14,8 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from core.contracts.run import EventType, StopReason
-from core.llm.model import ChatModel, ModelReply, ModelUnavailable
-from core.ports import AuditStore, Timeline
+from core.llm.model import ModelReply, ModelUnavailable
+from core.ports import AuditStore, ChatModel, Timeline
 from core.service.run_context import CancelScope, RunContext
 
 log = logging.getLogger(__name__)

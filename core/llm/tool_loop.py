@@ -14,7 +14,7 @@ import logging
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -24,6 +24,7 @@ from core.llm.model import ModelReply, ModelToolCall
 from core.llm.model_step import LoopStopped, ModelStep, race
 from core.llm.prompts import PromptLibrary
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
+from core.ports import ToolInvoker
 from core.service.run_context import RunContext
 
 log = logging.getLogger(__name__)
@@ -32,14 +33,6 @@ OutT = TypeVar("OutT", bound=BaseModel)
 BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
 REPEAT_NOTE = ("Identical to an earlier call of this run, so it was not run again: this is that call's result; "
                "cite its tool_call_id. Change the arguments to learn something new.")
-
-
-class ToolInvoker(Protocol):
-    """The ToolBoundary as a loop sees it: never raises for bad input, returns the projection JSON."""
-
-    async def invoke(
-        self, ctx: RunContext, tool_call_id: str | None, name: str, arguments: str | dict[str, Any]
-    ) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)

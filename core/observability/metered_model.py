@@ -5,8 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from core.llm.model import ChatModel, ModelReply
+from core.llm.model import ModelReply
 from core.observability.metrics import Metrics
+from core.ports import ChatModel
 
 
 class MeteredChatModel:

@@ -14,14 +14,23 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, TypeVar
 
-from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import FallbackMessage, Outcome, PublishedReport, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, TimelineEvent, Turn
 from core.observability.log_context import log_fields
 from core.observability.metrics import Metrics
-from core.ports import KeyValueStore, ProgressSink, RunStore, Timeline, TimelineStore
+from core.ports import (
+    DiagnosisAgentPort,
+    IntentRouting,
+    KeyValueStore,
+    KnowledgePort,
+    ProgressSink,
+    ReleasePort,
+    RunStore,
+    Timeline,
+    TimelineStore,
+)
 from core.service.run_context import CancelScope, RunContext
 from core.service.sessions import SessionGate
 
@@ -50,49 +59,6 @@ STOP_REASONS = {
 def explain_stop(stop_reason: str) -> str:
     """Plain words for an agent stop reason (unknown reasons are named, never hidden)."""
     return STOP_REASONS.get(stop_reason, f"the agent stopped without a draft ({stop_reason})")
-
-
-class RouteDecisionLike(Protocol):
-    @property
-    def intent(self) -> Intent: ...
-
-    @property
-    def source(self) -> str: ...
-
-    @property
-    def reason(self) -> str | None: ...
-
-
-class IntentRouting(Protocol):
-    async def decide(
-        self, text: str, *, timeline: Timeline | None = None, time_left_s: float | None = None
-    ) -> RouteDecisionLike:
-        """The intent and what decided it ('rule', 'model' or 'fallback')."""
-        ...
-
-
-class AgentRunResult(Protocol):
-    @property
-    def draft(self) -> DiagnosisDraft | None: ...
-
-    @property
-    def stop_reason(self) -> str: ...
-
-
-class DiagnosisAgentPort(Protocol):
-    async def run(self, ctx: RunContext, previous_report: PublishedReport | None) -> AgentRunResult: ...
-
-
-class ReleasePort(Protocol):
-    async def release(self, ctx: RunContext, draft: DiagnosisDraft) -> ReleaseOutcome: ...
-
-    async def failure(self, ctx: RunContext, reason: str) -> ReleaseOutcome: ...
-
-
-class KnowledgePort(Protocol):
-    async def answer(self, ctx: RunContext) -> ReleaseOutcome:
-        """Answer a knowledge question: SUCCESS with a verified answer or SAFE_FALLBACK KNOWLEDGE_UNVERIFIED."""
-        ...
 
 
 @dataclass(frozen=True)

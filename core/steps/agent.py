@@ -11,18 +11,16 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import ToolName
 from core.contracts.release import PublishedReport
 from core.contracts.run import EventType, StopReason
-from core.llm.model import ChatModel
 from core.llm.model_step import DEADLINE_SLACK_S, LoopStopped, ModelStep, race
 from core.llm.prompts import PromptLibrary
 from core.llm.tool_loop import (
     LoopConfig,
-    ToolInvoker,
     ToolLoop,
     ascii_json_size,
     budget_stop_reason,
     validation_summary,
 )
-from core.ports import AuditStore
+from core.ports import AuditStore, ChatModel, ToolInvoker
 from core.service.run_context import RunContext
 from core.steps.schemas import ARGS_MODELS, SUBMIT_DIAGNOSIS, diagnosis_tools
 

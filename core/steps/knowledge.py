@@ -9,11 +9,10 @@ from core.contracts.draft import KnowledgeAnswer
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
 from core.contracts.release import FallbackType, KnowledgeResult, Outcome, ReleaseOutcome
 from core.contracts.run import StopReason
-from core.llm.model import ChatModel
 from core.llm.model_step import ModelStep
 from core.llm.prompts import PromptLibrary
-from core.llm.tool_loop import LoopConfig, ToolInvoker, ToolLoop
-from core.ports import AuditStore, CanonicalStore
+from core.llm.tool_loop import LoopConfig, ToolLoop
+from core.ports import AuditStore, CanonicalStore, ChatModel, ToolInvoker
 from core.release.fallback import build_fallback
 from core.service.run_context import RunContext
 from core.steps.agent import normalised_arguments

@@ -14,11 +14,11 @@ from typing import Literal
 from pydantic import BaseModel
 
 from core.contracts.run import Intent
-from core.llm.model import ChatModel, ModelUnavailable
+from core.llm.model import ModelUnavailable
 from core.llm.model_step import ModelStep
 from core.llm.prompts import PromptLibrary
 from core.llm.wire import parse_json_object, system_message, user_message
-from core.ports import Timeline
+from core.ports import ChatModel, Timeline
 
 log = logging.getLogger(__name__)
 

@@ -38,14 +38,14 @@ from typing import Any
 from urllib.parse import quote
 
 import aiohttp
-from pydantic import BaseModel, SecretStr
+from pydantic import SecretStr
 from yarl import URL
 
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
 from core.tools.es_hits import parse_hits
-from core.tools.log_backend import LazySession, checked_window, logs_args, split_url
+from core.tools.log_backend import LazySession, checked_window, split_url
 from core.tools.log_scan import iso_utc
 from core.tools.loki import LEVEL_SPELLINGS
 
@@ -130,7 +130,7 @@ class ElasticsearchLogsTool:
     """The query_logs tool over Elasticsearch or OpenSearch (`_search` query DSL); one aiohttp session, closed by aclose()."""
 
     name = ToolName.QUERY_LOGS
-    args_model: type[BaseModel] = LogsArgs
+    args_model: type[LogsArgs] = LogsArgs
 
     def __init__(
         self,
@@ -172,9 +172,8 @@ class ElasticsearchLogsTool:
         """Close the HTTP session (safe to call more than once)."""
         await self._http.aclose()
 
-    async def run(self, args: BaseModel) -> RawResult:
+    async def run(self, args: LogsArgs) -> RawResult:
         """Search the index for the documents matching the arguments; the exact total comes from `hits.total`."""
-        args = logs_args(args)
         start, end = checked_window(args, self._clock())
         words, phrases = split_terms(args.query)
         if not words and not phrases:

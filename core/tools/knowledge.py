@@ -9,8 +9,6 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import KnowledgeArgs
@@ -115,15 +113,13 @@ class KnowledgeTool:
     """The lookup_knowledge tool: BM25-ranked runbook sections."""
 
     name = ToolName.LOOKUP_KNOWLEDGE
-    args_model: type[BaseModel] = KnowledgeArgs
+    args_model: type[KnowledgeArgs] = KnowledgeArgs
 
     def __init__(self, path: Path) -> None:
         self._index = KnowledgeIndex(Path(path))
 
-    async def run(self, args: BaseModel) -> RawResult:
+    async def run(self, args: KnowledgeArgs) -> RawResult:
         """Rank the runbook sections for the query and return the top_k."""
-        if not isinstance(args, KnowledgeArgs):
-            args = KnowledgeArgs.model_validate(args.model_dump())
         items, total, docs = await asyncio.to_thread(self._index.search, args.query, args.top_k)
         return RawResult(
             items=items,

@@ -7,17 +7,11 @@ import base64
 from datetime import datetime
 
 import aiohttp
-from pydantic import BaseModel
 from yarl import URL
 
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
 from core.tools.log_scan import iso_utc
-
-
-def logs_args(args: BaseModel) -> LogsArgs:
-    """The arguments as LogsArgs (the boundary validates with the same model; tests may pass a look-alike)."""
-    return args if isinstance(args, LogsArgs) else LogsArgs.model_validate(args.model_dump())
 
 
 def checked_window(args: LogsArgs, now: datetime) -> tuple[datetime, datetime]:

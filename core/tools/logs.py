@@ -22,12 +22,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
-from core.tools.log_backend import checked_window, logs_args
+from core.tools.log_backend import checked_window
 from core.tools.log_index import DEFAULT_INDEX_MAX_BYTES, DEFAULT_INDEX_MAX_FILE_BYTES, FileSignature, IndexCache
 from core.tools.log_query import LineMatcher
 from core.tools.log_scan import DEFAULT_CHUNK_BYTES, Scan, iso_utc, scan_file
@@ -45,7 +43,7 @@ class LogsTool:
     """The query_logs tool over JSON-lines files in a folder."""
 
     name = ToolName.QUERY_LOGS
-    args_model: type[BaseModel] = LogsArgs
+    args_model: type[LogsArgs] = LogsArgs
 
     def __init__(
         self,
@@ -60,9 +58,9 @@ class LogsTool:
         self._chunk_bytes = max(1, chunk_bytes)
         self._index = IndexCache(max(0, index_max_file_bytes), max(0, index_max_bytes))
 
-    async def run(self, args: BaseModel) -> RawResult:
+    async def run(self, args: LogsArgs) -> RawResult:
         """Search the log files for lines matching the arguments."""
-        return await asyncio.to_thread(self._run_sync, logs_args(args))
+        return await asyncio.to_thread(self._run_sync, args)
 
     def _run_sync(self, args: LogsArgs) -> RawResult:
         if not self._path.exists():

@@ -34,13 +34,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
-from pydantic import BaseModel, SecretStr
+from pydantic import SecretStr
 from yarl import URL
 
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
-from core.tools.log_backend import LazySession, checked_window, logs_args, split_url
+from core.tools.log_backend import LazySession, checked_window, split_url
 from core.tools.log_query import normalise_level, parse_terms
 from core.tools.log_scan import iso_utc
 
@@ -196,7 +196,7 @@ class LokiLogsTool:
     """The query_logs tool over Grafana Loki (LogQL over HTTP); one aiohttp session per tool, closed by aclose()."""
 
     name = ToolName.QUERY_LOGS
-    args_model: type[BaseModel] = LogsArgs
+    args_model: type[LogsArgs] = LogsArgs
 
     def __init__(
         self,
@@ -233,9 +233,8 @@ class LokiLogsTool:
         """Close the HTTP session (safe to call more than once)."""
         await self._http.aclose()
 
-    async def run(self, args: BaseModel) -> RawResult:
+    async def run(self, args: LogsArgs) -> RawResult:
         """Query Loki for the lines matching the arguments; the exact total comes from a concurrent count query."""
-        args = logs_args(args)
         start, end = checked_window(args, self._clock())
         terms = parse_terms(args.query)
         if not terms:

@@ -6,10 +6,12 @@ import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from core.contracts.evidence import ToolName
 from core.ports import Tool
 from core.settings import DEMO_CLOCK, DEMO_DATA, Settings
+from core.tools.args import LogsArgs
 from core.tools.elasticsearch import ElasticsearchLogsTool
 from core.tools.knowledge import KnowledgeTool
 from core.tools.logs import LogsTool
@@ -46,7 +48,7 @@ def clock_from(settings: Settings) -> Callable[[], datetime]:
     return lambda: fixed
 
 
-def logs_tool(settings: Settings, clock: Callable[[], datetime]) -> Tool:
+def logs_tool(settings: Settings, clock: Callable[[], datetime]) -> Tool[LogsArgs]:
     """query_logs: Grafana Loki (DIAG_LOKI_URL) or Elasticsearch/OpenSearch (DIAG_ES_URL), else the folder DIAG_LOGS_PATH."""
     if settings.diag_loki_url and settings.diag_es_url:
         raise ValueError(
@@ -78,7 +80,7 @@ def logs_tool(settings: Settings, clock: Callable[[], datetime]) -> Tool:
     return LogsTool(settings.diag_logs_path, clock)
 
 
-def build_tools(settings: Settings) -> dict[ToolName, Tool]:
+def build_tools(settings: Settings) -> dict[ToolName, Tool[Any]]:
     """The tool backends configured by DIAG_LOGS_PATH (or DIAG_LOKI_URL / DIAG_ES_URL), DIAG_KNOWLEDGE_PATH and DIAG_SQL_URL."""
     clock = clock_from(settings)
     pinned = pinned_clock(settings)

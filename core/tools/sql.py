@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import BaseModel
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
@@ -72,7 +71,7 @@ class SqlTool:
     """The query_mysql tool over one SQL database given by a SQLAlchemy URL."""
 
     name = ToolName.QUERY_MYSQL
-    args_model: type[BaseModel] = SqlArgs
+    args_model: type[SqlArgs] = SqlArgs
 
     def __init__(self, url: str, timeout_s: float, row_cap: int, clock: Callable[[], datetime] | None = None) -> None:
         self._url = url
@@ -81,10 +80,8 @@ class SqlTool:
         self._clock = clock
         self._engine: AsyncEngine | None = None
 
-    async def run(self, args: BaseModel) -> RawResult:
+    async def run(self, args: SqlArgs) -> RawResult:
         """Check, transpile and execute one read-only statement."""
-        if not isinstance(args, SqlArgs):
-            args = SqlArgs.model_validate(args.model_dump())
         backend, url = classify_url(self._url)
         now = self._clock() if self._clock is not None else None
         prepared = prepare(args.sql, backend, self._row_cap, now)

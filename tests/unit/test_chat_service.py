@@ -21,7 +21,7 @@ from core.contracts.release import (
     PublishedReport,
     ReleaseOutcome,
 )
-from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, SessionKey, TimelineEvent, Turn
+from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, SessionKey, StopReason, TimelineEvent, Turn
 from core.service.chat_service import CHAT_HELP, ChatService, RunVersions
 from core.service.run_context import RunContext
 from core.service.sessions import SessionGate, cancel_key
@@ -115,7 +115,7 @@ class Router:
 @dataclass
 class Result:
     draft: DiagnosisDraft | None
-    stop_reason: str
+    stop_reason: StopReason
 
 
 def a_draft(call_id: str = "call_1") -> DiagnosisDraft:
@@ -130,7 +130,7 @@ class Agent:
     """Returns a draft (or none) after an optional delay; records what it saw."""
 
     draft: DiagnosisDraft | None = field(default_factory=a_draft)
-    stop_reason: str = "submitted"
+    stop_reason: StopReason = StopReason.SUBMITTED
     delay_s: float = 0.0
     raise_exc: Exception | None = None
     seen_previous: list[PublishedReport | None] = field(default_factory=list)
@@ -240,7 +240,7 @@ async def test_diagnosis_success_persists_run_versions_and_published_report() ->
 
 async def test_no_draft_goes_to_release_failure_with_plain_stop_reason() -> None:
     """Without a draft the outcome is FAILURE and the reason names the exhausted budget in words."""
-    rig = make_rig(agent=Agent(draft=None, stop_reason="budget_tool_calls"))
+    rig = make_rig(agent=Agent(draft=None, stop_reason=StopReason.BUDGET_TOOL_CALLS))
     outcome = await rig.service.handle(turn())
     assert outcome.outcome is Outcome.FAILURE
     assert rig.release.failures == ["the tool-call budget ran out before the agent submitted a draft"]
@@ -358,7 +358,7 @@ async def test_cancel_run_stops_the_run_and_records_cancelled() -> None:
 
 async def test_agent_reporting_cancelled_is_a_cancelled_run() -> None:
     """When the agent itself notices the cancel and stops, the run is still recorded as cancelled."""
-    rig = make_rig(agent=Agent(draft=None, stop_reason="cancelled"))
+    rig = make_rig(agent=Agent(draft=None, stop_reason=StopReason.CANCELLED))
     outcome = await rig.service.handle(turn())
     assert outcome.outcome is Outcome.FAILURE
     run = await rig.service.get_run(outcome.run_id)
