@@ -45,7 +45,7 @@ class CanonicalStore(Protocol):
 
 
 class KeyValueStore(Protocol):
-    """Shared small state: dedup keys, locks, cancel flags."""
+    """Shared small state: dedup keys, leases (locks with an owner), cancel flags."""
 
     async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool: ...
 
@@ -54,6 +54,18 @@ class KeyValueStore(Protocol):
     async def set(self, key: str, value: str, ttl_s: float) -> None: ...
 
     async def delete(self, key: str) -> None: ...
+
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        """Values of several keys in one round trip (None for each absent key)."""
+        ...
+
+    async def renew(self, key: str, value: str, ttl_s: float) -> bool:
+        """Reset the key's TTL if it still holds `value` (a lease its owner renews); False if not the owner."""
+        ...
+
+    async def delete_if(self, key: str, value: str) -> bool:
+        """Delete the key only if it still holds `value` (an owner releasing its lease); True if deleted."""
+        ...
 
 
 class AuditStore(Protocol):

@@ -3,12 +3,19 @@
 Turns of one session run one at a time. Two layers make that hold:
 
 - an in-process `asyncio.Lock` per session (cheap, FIFO among waiters of this process);
-- a KV lock `session-lock:<session>` taken with set-if-absent and a TTL, so two processes sharing
-  Redis also serialise. The TTL is the run deadline plus a margin: runs are hard-bounded by their
-  deadline, so a lock left by a crashed process frees itself and never needs refreshing.
+- a KV lease `session-lock:<session>` owned by the run id, taken with set-if-absent and a short TTL
+  (`lease_s`, default 15 s) that this process renews while the owner runs. A process that dies (kill -9,
+  OOM) stops renewing, so its lease lapses within `lease_s`: a dead owner never blocks a thread for minutes.
+  Renewal and release compare the owner first (atomic in Redis), so an owner whose lease lapsed cannot
+  extend or free the next owner's.
 
-Cancellation works across processes too: `cancel:<run_id>` is a KV flag a running run polls, and
-`session-run:<session>` / `run-active:<run_id>` say which run a session is running right now.
+Cancellation works across processes too: `cancel:<run_id>` is a KV flag, and `session-run:<session>` /
+`run-active:<run_id>` say which run a session is running right now. `run-active:<run_id>` is also the run's
+heartbeat (a lease renewed like the lock): the recovery job treats a RUNNING run without it as abandoned.
+
+One keeper task per gate renews every lease and polls the cancel flags of all local runs in one MGET. No run
+ever waits for a helper task to stop: a task that is cancelled may keep running (redis-py can swallow a
+cancel), so ending a run only removes it from the keeper's maps, and the keeper exits by itself when idle.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -23,7 +31,9 @@ from core.ports import KeyValueStore
 
 log = logging.getLogger(__name__)
 
-LOCK_MARGIN_S = 30.0
+LEASE_S = 15.0
+CANCEL_TTL_MARGIN_S = 30.0
+KEEPER_STOP_TIMEOUT_S = 1.0
 
 
 def lock_key(session_key: str) -> str:
@@ -37,7 +47,7 @@ def cancel_key(run_id: str) -> str:
 
 
 def active_run_key(run_id: str) -> str:
-    """KV key present while a run is running (value: its session key)."""
+    """KV key present while a run is running (value: its session key); its heartbeat."""
     return f"run-active:{run_id}"
 
 
@@ -63,20 +73,29 @@ class SessionGate:
         shared: bool = True,
         lock_poll_s: float = 0.05,
         cancel_poll_s: float = 0.25,
+        lease_s: float = LEASE_S,
     ) -> None:
         """`shared=False` (an in-process KV) skips polling the cancel flag: no other process can set it."""
         self._kv = kv
         self._shared = shared
-        self._lock_ttl_s = run_deadline_s + LOCK_MARGIN_S
+        self._cancel_ttl_s = run_deadline_s + CANCEL_TTL_MARGIN_S
         self._lock_poll_s = lock_poll_s
         self._cancel_poll_s = cancel_poll_s
+        self._lease_s = lease_s
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiters: dict[str, int] = {}
         self._active: dict[str, _Active] = {}
+        self._leases: dict[str, str] = {}  # KV key -> the value its owner wrote (renewed by the keeper)
+        self._keeper: asyncio.Task[None] | None = None
+
+    @property
+    def lease_s(self) -> float:
+        """TTL of every lease this gate holds; a dead owner's lease lapses within it."""
+        return self._lease_s
 
     @contextlib.asynccontextmanager
     async def turn(self, session_key: str, run_id: str) -> AsyncIterator[None]:
-        """Hold the session for one turn: in-process lock first, then the shared KV lock."""
+        """Hold the session for one turn: in-process lock first, then the shared KV lease."""
         lock = self._locks.setdefault(session_key, asyncio.Lock())
         self._waiters[session_key] = self._waiters.get(session_key, 0) + 1
         try:
@@ -96,50 +115,92 @@ class SessionGate:
     async def _acquire_shared(self, session_key: str, run_id: str) -> None:
         key = lock_key(session_key)
         # Polling, not an Event: the holder may be another process sharing the KV store.
-        while not await self._kv.set_if_absent(key, run_id, self._lock_ttl_s):  # noqa: ASYNC110
+        while not await self._kv.set_if_absent(key, run_id, self._lease_s):  # noqa: ASYNC110
             await asyncio.sleep(self._lock_poll_s)
+        self._hold(key, run_id)
 
     async def _release_shared(self, session_key: str, run_id: str) -> None:
         key = lock_key(session_key)
-        # Shielded so a cancelled turn still frees the shared lock instead of leaving it to its TTL.
-        owner = await asyncio.shield(self._kv.get(key))
-        if owner == run_id:
-            await asyncio.shield(self._kv.delete(key))
+        self._leases.pop(key, None)
+        self._idle_check()
+        # Shielded so a cancelled turn still frees the shared lock instead of leaving it to its lease.
+        await asyncio.shield(self._kv.delete_if(key, run_id))
+
+    def _idle_check(self) -> None:
+        # Nothing left to renew or poll: stop the keeper now rather than at its next tick (never awaited).
+        if not self._leases and not self._active and self._keeper is not None:
+            self._keeper.cancel()
+            self._keeper = None
+
+    def _hold(self, key: str, value: str) -> None:
+        self._leases[key] = value
+        if self._keeper is None or self._keeper.done():
+            self._keeper = asyncio.create_task(self._keep(), name="session-gate-keeper")
 
     @contextlib.asynccontextmanager
     async def active(self, session_key: str, run_id: str, cancelled: asyncio.Event) -> AsyncIterator[None]:
         """Register a running run so it can be cancelled here or from another process."""
         self._active[run_id] = _Active(session_key, cancelled)
-        await self._kv.set(active_run_key(run_id), session_key, self._lock_ttl_s)
-        await self._kv.set(session_run_key(session_key), run_id, self._lock_ttl_s)
-        watcher = None
-        if self._shared:
-            watcher = asyncio.create_task(self._watch_cancel_flag(run_id, cancelled), name=f"cancel-watch-{run_id}")
         try:
+            await self._kv.set(active_run_key(run_id), session_key, self._lease_s)
+            await self._kv.set(session_run_key(session_key), run_id, self._lease_s)
+            self._hold(active_run_key(run_id), session_key)
+            self._hold(session_run_key(session_key), run_id)
             yield
         finally:
-            if watcher is not None:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
             del self._active[run_id]
+            self._leases.pop(active_run_key(run_id), None)
+            if self._leases.get(session_run_key(session_key)) == run_id:
+                del self._leases[session_run_key(session_key)]
+            self._idle_check()
             await asyncio.shield(self._forget(session_key, run_id))
 
     async def _forget(self, session_key: str, run_id: str) -> None:
         await self._kv.delete(active_run_key(run_id))
         await self._kv.delete(cancel_key(run_id))
-        if await self._kv.get(session_run_key(session_key)) == run_id:
-            await self._kv.delete(session_run_key(session_key))
+        await self._kv.delete_if(session_run_key(session_key), run_id)
 
-    async def _watch_cancel_flag(self, run_id: str, cancelled: asyncio.Event) -> None:
-        while not cancelled.is_set():
+    async def _keep(self) -> None:
+        """Renew leases every lease/3 and poll cancel flags; ends when nothing is held (restarted on demand)."""
+        next_renewal = time.monotonic() + self._lease_s / 3
+        while self._leases or self._active:
+            await asyncio.sleep(min(self._cancel_poll_s, self._lease_s / 3))
             try:
-                if await self._kv.get(cancel_key(run_id)) is not None:
-                    cancelled.set()
-                    return
-            except Exception:  # a KV hiccup must not kill the run; the in-process path still works
-                log.warning("cancel flag poll failed for %s", run_id)
-            await asyncio.sleep(self._cancel_poll_s)
+                if self._shared:
+                    await self._poll_cancel_flags()
+                if time.monotonic() >= next_renewal:
+                    next_renewal = time.monotonic() + self._lease_s / 3
+                    await self._renew_all()
+            except Exception as exc:  # a KV hiccup must not stop renewing; the next tick tries again
+                log.warning("session lease keeper: %s", type(exc).__name__)
+
+    async def _poll_cancel_flags(self) -> None:
+        run_ids = [run_id for run_id, active in self._active.items() if not active.cancelled.is_set()]
+        if not run_ids:
+            return
+        flags = await self._kv.get_many([cancel_key(run_id) for run_id in run_ids])
+        for run_id, flag in zip(run_ids, flags, strict=True):
+            active = self._active.get(run_id)
+            if flag is not None and active is not None:
+                active.cancelled.set()
+
+    async def _renew_all(self) -> None:
+        for key, value in list(self._leases.items()):
+            if await self._kv.renew(key, value, self._lease_s) or self._leases.get(key) != value:
+                continue
+            # Lapsed (this process stalled longer than the lease): write it back only if nobody took it.
+            if not await self._kv.set_if_absent(key, value, self._lease_s):
+                log.warning("lease %s was lost to another owner", key.split(":", 1)[0])
+                self._leases.pop(key, None)
+            elif self._leases.get(key) != value:  # released while we wrote it back
+                await self._kv.delete_if(key, value)
+
+    async def aclose(self) -> None:
+        """Stop the keeper (bounded: never wait on a task that may not honour its cancel)."""
+        keeper, self._keeper = self._keeper, None
+        if keeper is not None and not keeper.done():
+            keeper.cancel()
+            await asyncio.wait({keeper}, timeout=KEEPER_STOP_TIMEOUT_S)
 
     async def cancel_run(self, run_id: str) -> bool:
         """Cancel a running run (here or in another process); False if unknown or already finished."""
@@ -151,7 +212,7 @@ class SessionGate:
             return True
         if await self._kv.get(active_run_key(run_id)) is None:
             return False
-        return await self._kv.set_if_absent(cancel_key(run_id), "1", self._lock_ttl_s)
+        return await self._kv.set_if_absent(cancel_key(run_id), "1", self._cancel_ttl_s)
 
     async def cancel_session(self, session_key: str) -> bool:
         """Cancel the run the session is running now; False if it runs nothing."""

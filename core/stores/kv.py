@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
@@ -58,6 +58,30 @@ class InMemoryKV:
         """Remove a key (no error if absent)."""
         self._data.pop(key, None)
 
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        """The live values of several keys (None where absent)."""
+        return [self._live(key) for key in keys]
+
+    async def renew(self, key: str, value: str, ttl_s: float) -> bool:
+        """Reset the TTL if the key still holds `value`."""
+        expires_at = self._clock() + ttl_ms(ttl_s) / 1000
+        if self._live(key) != value:
+            return False
+        self._data[key] = (expires_at, value)
+        return True
+
+    async def delete_if(self, key: str, value: str) -> bool:
+        """Delete the key if it still holds `value`."""
+        if self._live(key) != value:
+            return False
+        del self._data[key]
+        return True
+
+
+# Compare-and-act on a lease: atomic in Redis, so an owner whose lease expired and was taken cannot touch the new one.
+_RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end"
+_DELETE_IF = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+
 
 class RedisKV:
     """KeyValueStore over Redis: SET NX PX for dedup and locks; every key under `prefix`."""
@@ -65,6 +89,8 @@ class RedisKV:
     def __init__(self, client: aioredis.Redis, prefix: str = "diag:") -> None:
         self._client = client
         self._prefix = prefix
+        self._renew = client.register_script(_RENEW)
+        self._delete_if = client.register_script(_DELETE_IF)
 
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -93,3 +119,21 @@ class RedisKV:
     async def delete(self, key: str) -> None:
         """Remove a key (no error if absent)."""
         await self._call(lambda: self._client.delete(self._prefix + key))
+
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        """MGET of several keys (None where absent)."""
+        if not keys:
+            return []
+        values: Any = await self._call(lambda: self._client.mget([self._prefix + k for k in keys]))
+        return [None if v is None else (v.decode() if isinstance(v, bytes) else str(v)) for v in values]
+
+    async def renew(self, key: str, value: str, ttl_s: float) -> bool:
+        """PEXPIRE the key if it still holds `value` (one Lua script: atomic)."""
+        px = ttl_ms(ttl_s)
+        result: Any = await self._call(lambda: self._renew(keys=[self._prefix + key], args=[value, px]))
+        return bool(result)
+
+    async def delete_if(self, key: str, value: str) -> bool:
+        """DEL the key if it still holds `value` (one Lua script: atomic)."""
+        result: Any = await self._call(lambda: self._delete_if(keys=[self._prefix + key], args=[value]))
+        return bool(result)

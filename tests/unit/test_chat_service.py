@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -49,6 +50,18 @@ class MemoryKV:
 
     async def delete(self, key: str) -> None:
         self.data.pop(key, None)
+
+    async def get_many(self, keys: Sequence[str]) -> list[str | None]:
+        return [self.data.get(k) for k in keys]
+
+    async def renew(self, key: str, value: str, ttl_s: float) -> bool:
+        return self.data.get(key) == value
+
+    async def delete_if(self, key: str, value: str) -> bool:
+        if self.data.get(key) != value:
+            return False
+        del self.data[key]
+        return True
 
 
 class MemoryRuns:

@@ -72,6 +72,23 @@ async def test_in_memory_kv_nx_ttl_and_delete() -> None:
     assert await kv.get("k") is None
 
 
+async def test_in_memory_kv_leases_renew_and_release_only_for_their_owner() -> None:
+    """renew/delete_if act only while the key holds the owner's value; a lapsed lease cannot be renewed."""
+    clock = Clock()
+    kv = InMemoryKV(clock=clock)
+    await kv.set("lock", "owner", 5)
+    assert await kv.renew("lock", "other", 5) is False
+    clock.now += 4
+    assert await kv.renew("lock", "owner", 5) is True
+    clock.now += 4
+    assert await kv.get_many(["lock", "missing"]) == ["owner", None]
+    assert await kv.delete_if("lock", "other") is False
+    assert await kv.delete_if("lock", "owner") is True
+    await kv.set("lock", "owner", 1)
+    clock.now += 2
+    assert await kv.renew("lock", "owner", 5) is False
+
+
 @pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf")])
 def test_ttl_must_be_positive_and_finite(bad: float) -> None:
     """A TTL of zero, negative or non-finite seconds is refused rather than making a key that never expires."""
