@@ -8,6 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from core.contracts.release import FallbackType, Outcome
+
 
 class Intent(StrEnum):
     DIAGNOSIS = "DIAGNOSIS"
@@ -74,10 +76,10 @@ class RunRecord(BaseModel):
     channel: str
     user: str
     query: str
-    intent: str | None = None
+    intent: Intent | None = None
     status: RunStatus = RunStatus.RUNNING
-    outcome: str | None = None
-    fallback_type: str | None = None
+    outcome: Outcome | None = None
+    fallback_type: FallbackType | None = None
     prompt_hashes: dict[str, str] = Field(default_factory=dict)
     rule_set_version: str = ""
     models: dict[str, str] = Field(default_factory=dict)

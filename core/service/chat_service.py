@@ -199,12 +199,12 @@ class ChatService:
         await ctx.timeline.record(EventType.RUN_STARTED, {"query_chars": len(turn.text)})
         async with self._gate.active(session_key, run_id, ctx.cancelled):
             outcome, status = await self._guarded(ctx, record)
-        record.intent = record.intent or outcome.intent
-        record.outcome = outcome.outcome.value
-        record.fallback_type = outcome.fallback_type.value if outcome.fallback_type else None
+        record.intent = record.intent or Intent(outcome.intent)
+        record.outcome = outcome.outcome
+        record.fallback_type = outcome.fallback_type
         record.status = status
         record.finished_at = datetime.now(UTC)
-        if record.intent == Intent.DIAGNOSIS.value and outcome.outcome is Outcome.SUCCESS and outcome.report:
+        if record.intent is Intent.DIAGNOSIS and outcome.outcome is Outcome.SUCCESS and outcome.report:
             record.published_report = outcome.report.model_dump(mode="json")
         await self._finish(ctx, record, outcome)
         return outcome
@@ -235,7 +235,7 @@ class ChatService:
 
     async def _dispatch(self, ctx: RunContext, record: RunRecord) -> ReleaseOutcome:
         intent = await self._route(ctx)
-        record.intent = intent.value
+        record.intent = intent
         if intent is Intent.CHAT:
             chat = ReleaseOutcome(run_id=ctx.run_id, intent="CHAT", outcome=Outcome.SUCCESS, chat_text=CHAT_HELP)
             return await self._decided(ctx, chat)
@@ -290,7 +290,7 @@ class ChatService:
 
     async def _failure(self, ctx: RunContext, record: RunRecord, reason: str) -> ReleaseOutcome:
         """FAILURE with observed facts; if even that breaks, a plain FAILURE without facts."""
-        intent = record.intent or Intent.DIAGNOSIS.value
+        intent = (record.intent or Intent.DIAGNOSIS).value
         try:
             outcome = await asyncio.wait_for(self._release.failure(ctx, reason), timeout=FAILURE_BUILD_TIMEOUT_S)
         except Exception as exc:
