@@ -28,6 +28,9 @@ from pydantic import SecretStr
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 
+from core.contracts.evidence import EvidenceStatus
+from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
+
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.app import build_bot
@@ -58,7 +61,8 @@ class SlowChat:
         self.started += 1
         run_id = f"run_{self.started}"
         if progress is not None:
-            await progress.update(run_id, "tool", {"tool_name": "query_logs", "evidence_status": "EVIDENCE_FOUND", "count": 3})
+            await progress.update(run_id, ProgressUpdate(stage=ProgressStage.TOOL_FINISHED, tool=ToolProgress(
+                tool_call_id="call_1", tool="query_logs", evidence_status=EvidenceStatus.EVIDENCE_FOUND, count=3)))
         await asyncio.sleep(600)
         return ReleaseOutcome(run_id=run_id, outcome=Outcome.FAILURE)
 

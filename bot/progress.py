@@ -6,14 +6,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.render.limits import clip
-from bot.render.mrkdwn import code, escape, section
+from bot.render.progress import PLACEHOLDER, ProgressState
 from bot.slack_errors import error_code
 from bot.slack_retry import without_retries
+from core.contracts.progress import ProgressUpdate
 
 __all__ = ["MIN_INTERVAL_S", "PLACEHOLDER", "PLACEHOLDER_TIMEOUT_S", "SlackProgress", "without_retries"]
 
@@ -23,27 +22,6 @@ MIN_INTERVAL_S = 1.5
 # The run waits at most this long for its placeholder (the SDK's retries included); then it goes on without one and
 # its final message is posted in the thread instead (retried until Slack is back, within the run's deadline).
 PLACEHOLDER_TIMEOUT_S = 10.0
-PLACEHOLDER = "Looking into it…"
-_STAGE_WORDS = {
-    "routing": "understanding the question",
-    "tool": "querying tools",
-    "drafting": "writing the diagnosis",
-    "verifying": "checking the evidence",
-    "judging": "independent evidence check",
-}
-_MAX_TOOL_LINES = 6
-
-
-def _tool_line(detail: dict[str, Any]) -> str:
-    name = detail.get("tool_name") or detail.get("tool") or detail.get("name") or "tool"
-    status = detail.get("evidence_status") or detail.get("status")
-    count = detail.get("count")
-    parts = [code(str(name))]
-    if status is not None:
-        parts.append({"EVIDENCE_FOUND": "found", "NO_EVIDENCE": "no matches", "ERROR": "error"}.get(str(status), "…"))
-    if isinstance(count, int) and not isinstance(count, bool):
-        parts.append(f"({count})")
-    return " ".join(parts)
 
 
 class SlackProgress:
@@ -59,8 +37,7 @@ class SlackProgress:
         self._min_interval_s = min_interval_s
         self.ts: str | None = None
         self.run_id: str | None = None
-        self._stage = ""
-        self._tools: list[str] = []
+        self.state = ProgressState()
         self._dirty = False
         self._last_edit = 0.0
         self._task: asyncio.Task[None] | None = None
@@ -79,23 +56,12 @@ class SlackProgress:
         except Exception as exc:  # any Slack answer or network failure: the run goes on, the final is posted later
             log.warning("placeholder not posted in channel %s: %s", self._channel, error_code(exc))
 
-    def _render(self) -> tuple[str, list[dict[str, Any]]]:
-        head = PLACEHOLDER + (f" run {code(self.run_id)}" if self.run_id else "")
-        lines = [head]
-        if self._stage:
-            lines.append(f"_{escape(_STAGE_WORDS.get(self._stage, self._stage))}_")
-        lines += [f"• {t}" for t in self._tools[-_MAX_TOOL_LINES:]]
-        text = clip("\n".join(lines), 2900)
-        return head, [section(text)]
-
-    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
+    async def update(self, run_id: str, update: ProgressUpdate) -> None:
         """Record the latest state and schedule an edit; returns at once."""
         if self._closed:
             return
         self.run_id = run_id
-        self._stage = stage
-        if stage == "tool" and detail:
-            self._tools.append(_tool_line(detail))
+        self.state.apply(run_id, update)
         self._dirty = True
         if self.ts is not None and (self._task is None or self._task.done()):
             self._task = asyncio.create_task(self._flush_later())
@@ -108,7 +74,7 @@ class SlackProgress:
                 continue
             self._dirty = False
             self._last_edit = time.monotonic()
-            text, blocks = self._render()
+            text, blocks = self.state.render()
             if self.ts is None:
                 return
             self._in_flight = True

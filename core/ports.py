@@ -9,6 +9,7 @@ from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary, CanonicalRecord, InvocationMeta, RawResult, ToolName
+from core.contracts.progress import ProgressUpdate
 from core.contracts.release import PublishedReport, ReleaseOutcome, SemanticVerdict, VerifiedEvidenceSnapshot, Violation
 from core.contracts.run import EventType, Intent, RunRecord, StopReason, TimelineEvent, Turn
 
@@ -218,8 +219,8 @@ class SemanticJudge(Protocol):
 class ProgressSink(Protocol):
     """Receives safe progress updates while a run works (the Slack adapter throttles and renders them)."""
 
-    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
-        """stage: 'routing' | 'tool' | 'drafting' | 'verifying' | 'judging'; detail holds only safe scalars."""
+    async def update(self, run_id: str, update: ProgressUpdate) -> None:
+        """One typed update (stage + detail): what the tools did and which stage runs, never draft text."""
         ...
 
 

@@ -67,10 +67,12 @@ def _fallback(fallback: FallbackMessage) -> list[str]:
         lines.append(f"Reason: {fallback.reason}")
     if fallback.observed_facts:
         lines.append("Observed:")
-        lines += [
-            f"  - {fact.text}  ({fact.tool_name.value} {fact.tool_call_id}, {fact.evidence_status.value})"
-            for fact in fallback.observed_facts
-        ]
+        for fact in fallback.observed_facts:
+            lines.append(f"  - {fact.text}  ({fact.tool_name.value} {fact.tool_call_id}, {fact.evidence_status.value})")
+            lines += [f"      {line}" for line in fact.lines]
+            if fact.table is not None and fact.table.rows:
+                lines.append("      " + " | ".join(fact.table.columns))
+                lines += ["      " + " | ".join(row) for row in fact.table.rows]
     else:
         lines.append("Observed: nothing yet")
     if fallback.next_steps:

@@ -7,14 +7,18 @@ from typing import Any
 from bot.render.mrkdwn import code, context, escape, plain
 
 VIEW_TRACE_ACTION = "view_trace"
+OUTCOME_WORDS = {"SUCCESS": "verified", "SAFE_FALLBACK": "not verified", "FAILURE": "did not finish"}
 
 
 def footer(run_id: str, duration_s: float | None, outcome: str, fallback_type: str | None = None) -> list[dict[str, Any]]:
-    """Context line and trace button; the button's value is the run id (authorised again on click)."""
+    """Context line and trace button; the button's value is the run id (authorised again on click).
+
+    The outcome is said in words (the codes are in the message metadata and the trace)."""
+    del fallback_type  # the body says why; the footer stays one short line
     parts = [f"run {code(run_id)}"]
     if duration_s is not None:
         parts.append(f"{duration_s:.1f} s")
-    parts.append(escape(outcome if not fallback_type else f"{outcome} ({fallback_type})"))
+    parts.append(escape(OUTCOME_WORDS.get(outcome, outcome.lower())))
     return [
         context(" · ".join(parts)),
         {

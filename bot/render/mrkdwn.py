@@ -2,14 +2,32 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 _ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
+# Slack mrkdwn has no escape character. A formatting marker (*bold*, _italic_, ~strike~, `code`) acts only at a word
+# boundary, so a zero-width space between the boundary and the marker keeps tool text such as `_id_` or `*` literal.
+_ZWSP = "\u200b"
+_OPENING = re.compile(r"(^|(?<=[\s(\[{\"'/,;:]))([*_~`])")
+_CLOSING = re.compile(r"([*_~`])(?=$|[\s)\]}\"'/,;:.!?])")
+_FENCE = re.compile(r"`{3,}")
+
+
+def escape_entities(text: str) -> str:
+    """Escape &, < and > only (for text inside a ``` block, where no other formatting applies)."""
+    return "".join(_ESCAPES.get(ch, ch) for ch in text)
 
 
 def escape(text: str) -> str:
-    """Escape &, < and > for Slack mrkdwn (so `<!channel>` or `<http://x|y>` in tool output stays inert)."""
-    return "".join(_ESCAPES.get(ch, ch) for ch in text)
+    """Make text inert in Slack mrkdwn: &, < and > escaped (no pings, no links), formatting markers neutralised."""
+    text = _OPENING.sub(lambda m: m.group(1) + _ZWSP + m.group(2), escape_entities(text))
+    return _CLOSING.sub(lambda m: m.group(1) + _ZWSP, text)
+
+
+def pre(text: str) -> str:
+    """A preformatted block (monospace, no formatting): only entities escaped, fences inside cannot close it."""
+    return "```" + escape_entities(_FENCE.sub(lambda m: "'" * len(m.group(0)), text)) + "```"
 
 
 def code(text: str) -> str:

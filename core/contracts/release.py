@@ -72,13 +72,56 @@ class FallbackType(StrEnum):
     KNOWLEDGE_UNVERIFIED = "KNOWLEDGE_UNVERIFIED"
 
 
+class FallbackStage(StrEnum):
+    """Where a run that published no report stopped."""
+
+    EVIDENCE_CHECK = "evidence_check"
+    """The draft's citations or numbers did not match this run's tool calls (after one repair)."""
+    EVIDENCE_STORE = "evidence_store"
+    """The store of this run's tool results could not be read, so the draft could not be checked."""
+    REVIEW_UNSUPPORTED = "review_unsupported"
+    """The independent review judged that the verified evidence does not support the draft."""
+    REVIEW_UNAVAILABLE = "review_unavailable"
+    """The independent review could not be completed."""
+    NO_DRAFT = "no_draft"
+    """The run ended without a draft (budget, deadline, cancel, model failure: see FailureCause)."""
+    KNOWLEDGE_UNVERIFIED = "knowledge_unverified"
+    """A runbook answer's citations did not verify."""
+
+
+class FailureCause(StrEnum):
+    """Why a run ended without a draft: the agent's stop reasons (other than submitted) and the service's own."""
+
+    BUDGET_STEPS = "budget_steps"
+    BUDGET_TOOL_CALLS = "budget_tool_calls"
+    BUDGET_OBSERVATION = "budget_observation"
+    DEADLINE = "deadline"
+    CANCELLED = "cancelled"
+    MODEL_UNAVAILABLE = "model_unavailable"
+    WIRE_FORMAT = "wire_format"
+    NO_DRAFT = "no_draft"
+    INTERNAL_ERROR = "internal_error"
+    STORAGE = "storage"
+
+
+class FactTable(BaseModel):
+    """A few rows of a SQL result, as strings, with their column names (bounded by the fallback factory)."""
+
+    columns: list[str] = Field(default_factory=list, max_length=12)
+    rows: list[list[str]] = Field(default_factory=list, max_length=8)
+    total_rows: int = Field(default=0, ge=0, description="Rows the query returned (may exceed the rows shown).")
+
+
 class ObservedFact(BaseModel):
     """A bounded fact taken from a tool projection (never from draft prose)."""
 
-    text: str = Field(max_length=400)
-    tool_call_id: str
+    text: str = Field(max_length=400, description="One plain sentence: what was queried and what it returned.")
+    tool_call_id: str = Field(description="Internal: which call (for the trace; never shown in Slack).")
     tool_name: ToolName
     evidence_status: EvidenceStatus
+    lines: list[str] = Field(default_factory=list, max_length=3,
+                             description="The most telling log lines or runbook excerpt, each bounded.")
+    table: FactTable | None = Field(default=None, description="SQL rows that match the question best.")
 
 
 class EvidenceSource(BaseModel):
@@ -102,7 +145,9 @@ class FallbackMessage(BaseModel):
     """What a SAFE_FALLBACK or FAILURE shows instead of a report."""
 
     stage: str = Field(description="Where it got stuck, in plain words.")
-    reason: str = Field(default="", description="Safe one-line reason (violation codes or guard reason).")
+    reason: str = Field(default="", description="Why, in plain sentences (never raw codes, ids or reprs).")
+    kind: FallbackStage | None = Field(default=None, description="Where it stopped, as a stage.")
+    cause: FailureCause | None = Field(default=None, description="FAILURE only: why no draft was written.")
     observed_facts: list[ObservedFact] = Field(default_factory=list)
     next_steps: list[str] = Field(default_factory=list)
 

@@ -25,9 +25,11 @@ from core.contracts.evidence import (
     ToolError,
     ToolName,
 )
+from core.contracts.progress import SUBJECT_MAX, ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.evidence.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
+from core.evidence.subjects import cut_words, subject_of
 from core.observability.metrics import Metrics
 from core.ports import AuditStore, CanonicalStore, Tool
 from core.service.run_context import CancelScope, RunContext
@@ -131,6 +133,7 @@ class ToolBoundary:
             await self._canonical.put(self._record(call, InvocationState.PENDING))
         except StoreUnavailable:
             return await self._store_down(call)
+        await self._progress(call, ProgressStage.TOOL_STARTED)
         outcome = await self._run(call, tool, args)
         if isinstance(outcome, ToolError):
             return await self._finish(call, None, outcome)
@@ -304,7 +307,7 @@ class ToolBoundary:
             "duration_ms": round(duration_ms, 1),
         }
         await call.ctx.timeline.record(EventType.TOOL_CALL, summary, duration_ms)
-        await self._progress(call, summary)
+        await self._progress(call, ProgressStage.TOOL_FINISHED, projection, code)
         return projection
 
     def _project(self, call: _Call, raw: RawResult | None, error: ToolError | None) -> tuple[dict[str, Any], int]:
@@ -347,11 +350,21 @@ class ToolBoundary:
             logger.warning("audit row for %s not written: %s", call.call_id, type(exc).__name__)
 
     @staticmethod
-    async def _progress(call: _Call, summary: dict[str, Any]) -> None:
+    async def _progress(call: _Call, stage: ProgressStage, projection: dict[str, Any] | None = None,
+                        error_code: str | None = None) -> None:
+        """Report the call starting or ending: what was queried and, at the end, its status and count."""
         if call.ctx.progress is None:
             return
-        detail = {k: summary[k] for k in ("tool", "tool_call_id", "evidence_status", "count", "error_code")}
+        arguments = call.effective or call.arguments
+        tool = ToolProgress(
+            tool_call_id=call.call_id,
+            tool=call.name[:64],
+            subject=cut_words(subject_of(call.name, arguments, projection), SUBJECT_MAX) if call.tool_name else "",
+            evidence_status=None if projection is None else EvidenceStatus(projection["evidence_status"]),
+            count=None if projection is None else int(projection["count"]),
+            error_code=None if error_code is None else str(error_code)[:64],
+        )
         try:
-            await call.ctx.progress.update(call.ctx.run_id, "tool", detail)
+            await call.ctx.progress.update(call.ctx.run_id, ProgressUpdate(stage=stage, tool=tool))
         except Exception as exc:  # progress is cosmetic; a failing sink must not fail the call
             logger.warning("progress update for %s failed: %s", call.call_id, type(exc).__name__)

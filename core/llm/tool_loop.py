@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from core.contracts.evidence import EvidenceStatus
+from core.contracts.progress import ProgressStage, ProgressUpdate
 from core.contracts.run import StopReason
 from core.llm.model import ModelReply, ModelToolCall
 from core.llm.model_step import LoopStopped, ModelStep, race
@@ -192,7 +193,9 @@ class ToolLoop(Generic[OutT]):
 
     async def _report_progress(self, ctx: RunContext, state: _State) -> None:
         if ctx.progress is not None:
-            await ctx.progress.update(ctx.run_id, "drafting", {"step": state.steps})
+            # The model reads what the tools returned and picks the next query; no draft exists yet.
+            update = ProgressUpdate(stage=ProgressStage.PLANNING, step=state.steps, tool_calls=ctx.tool_calls)
+            await ctx.progress.update(ctx.run_id, update)
 
     async def _run_tools(
         self, ctx: RunContext, reply: ModelReply, state: _State, outcome: _Step[OutT]

@@ -12,8 +12,10 @@ from typing import Any
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, ToolName
+from core.contracts.progress import ProgressStage, ProgressUpdate
 from core.contracts.release import (
     EvidenceSource,
+    FallbackStage,
     FallbackType,
     GuardResult,
     Outcome,
@@ -28,15 +30,10 @@ from core.contracts.run import EventType
 from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
 from core.observability.metrics import Metrics
 from core.ports import CanonicalStore, EvidenceRepairer, SemanticJudge
-from core.release.fallback import (
-    STAGE_EVIDENCE,
-    STAGE_STORE,
-    STAGE_UNAVAILABLE,
-    STAGE_UNSUPPORTED,
-    build_fallback,
-    failure_stage,
-)
+from core.release.fallback import build_fallback, failure_fallback
+from core.release.review import shown_reason
 from core.release.sources import call_summaries, label_for
+from core.release.wording import failure_cause, violation_sentence, violation_sentences
 from core.service.run_context import RunContext
 
 logger = logging.getLogger(__name__)
@@ -45,6 +42,8 @@ REASON_MAX = 300
 _CHECKS = {EventType.EVIDENCE_GUARD_INITIAL: "initial", EventType.EVIDENCE_GUARD_RECHECK: "recheck"}
 POST_MARGIN_S = 2.0
 MIN_REVIEW_S = 3.0
+REVIEW_UNAVAILABLE_REASON = ("The review model could not be reached or gave no usable answer, "
+                             "so nothing unverified was published.")
 
 
 def _ms(since: float) -> float:
@@ -95,23 +94,26 @@ class DiagnosisRelease:
 
     async def release(self, ctx: RunContext, draft: DiagnosisDraft) -> ReleaseOutcome:
         """Run the release pipeline for one submitted draft and record every stage on the timeline."""
+        cited = len({cid for item in draft.analysis for cid in item.tool_call_ids})
+        await self._progress(ctx, ProgressUpdate(stage=ProgressStage.EVIDENCE_CHECK, cited_calls=cited))
         result = await self._check(ctx, draft, EventType.EVIDENCE_GUARD_INITIAL)
         if result is None:
-            return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, STAGE_STORE, "CANONICAL_UNAVAILABLE")
+            return await self._store_failed(ctx)
         if not result.valid:
-            await self._progress(ctx, "verifying", {"violations": len(result.violations)})
+            await self._progress(ctx, ProgressUpdate(stage=ProgressStage.REPAIR, violations=len(result.violations)))
             repaired = await self._repair(ctx, draft, result.violations)
             if repaired is None:
                 return await self._evidence_failed(ctx, result.violations)
             recheck = await self._check(ctx, repaired, EventType.EVIDENCE_GUARD_RECHECK)
             if recheck is None:
-                return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, STAGE_STORE, "CANONICAL_UNAVAILABLE")
+                return await self._store_failed(ctx)
             if not recheck.valid:
                 return await self._evidence_failed(ctx, recheck.violations)
             draft, result = repaired, recheck
         if result.snapshot is None:  # for the type checker: a valid GuardResult always has one
-            return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, STAGE_EVIDENCE, "NO_SNAPSHOT")
-        await self._progress(ctx, "judging", {"cited_calls": len(result.snapshot.projections)})
+            return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, FallbackStage.EVIDENCE_CHECK,
+                                        violation_sentence("NO_SNAPSHOT"))
+        await self._progress(ctx, ProgressUpdate(stage=ProgressStage.REVIEW, cited_calls=len(result.snapshot.projections)))
         verdict = await self._verdict(ctx, draft, result.snapshot)
         if verdict.verdict is SemanticVerdictKind.SUPPORTED:
             report = PublishedReport(run_id=ctx.run_id, draft=draft, sources=sources_of(result.snapshot))
@@ -119,17 +121,17 @@ class DiagnosisRelease:
             await self._decide(ctx, outcome)
             return outcome
         if verdict.verdict is SemanticVerdictKind.UNSUPPORTED:
-            kind, stage = FallbackType.SEMANTIC_UNSUPPORTED, STAGE_UNSUPPORTED
-        else:
-            kind, stage = FallbackType.SEMANTIC_UNAVAILABLE, STAGE_UNAVAILABLE
-        # The judge's free text may quote the rejected draft: it goes to the timeline (trace), never the fallback.
-        safe = verdict.reason if kind is FallbackType.SEMANTIC_UNAVAILABLE else "the reviewer's reason is in the run's trace"
-        return await self._fallback(ctx, kind, stage, safe, verdict=verdict)
+            # The judge's free text may repeat the rejected draft: shown only when it quotes verified evidence alone.
+            reason = shown_reason(verdict.reason, result.snapshot)
+            return await self._fallback(ctx, FallbackType.SEMANTIC_UNSUPPORTED, FallbackStage.REVIEW_UNSUPPORTED, reason,
+                                        verdict=verdict)
+        return await self._fallback(ctx, FallbackType.SEMANTIC_UNAVAILABLE, FallbackStage.REVIEW_UNAVAILABLE,
+                                    REVIEW_UNAVAILABLE_REASON, verdict=verdict)
 
     async def failure(self, ctx: RunContext, reason: str) -> ReleaseOutcome:
-        """FAILURE: the run produced no draft; say why in plain words and list what was observed."""
+        """FAILURE: the run produced no draft; `reason` is a FailureCause (or stop reason) value, said in words."""
         records = await self._records(ctx)
-        message = build_fallback(records, failure_stage(reason), reason, run_id=ctx.run_id)
+        message = failure_fallback(records, failure_cause(reason), run_id=ctx.run_id, question=ctx.query)
         outcome = ReleaseOutcome(run_id=ctx.run_id, outcome=Outcome.FAILURE, fallback=message)
         await self._decide(ctx, outcome)
         return outcome
@@ -188,21 +190,26 @@ class DiagnosisRelease:
         return verdict
 
     async def _evidence_failed(self, ctx: RunContext, violations: list[Violation]) -> ReleaseOutcome:
-        reason = "violations: " + ", ".join(_codes(violations))
-        return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, STAGE_EVIDENCE, reason, violations=violations)
+        reason = violation_sentences([v.code for v in violations])
+        return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, FallbackStage.EVIDENCE_CHECK, reason,
+                                    violations=violations)
+
+    async def _store_failed(self, ctx: RunContext) -> ReleaseOutcome:
+        return await self._fallback(ctx, FallbackType.EVIDENCE_VALIDATION_FAILED, FallbackStage.EVIDENCE_STORE,
+                                    violation_sentence("CANONICAL_UNAVAILABLE"))
 
     async def _fallback(
         self,
         ctx: RunContext,
         kind: FallbackType,
-        stage: str,
+        stage: FallbackStage,
         reason: str,
         *,
         violations: list[Violation] | None = None,
         verdict: SemanticVerdict | None = None,
     ) -> ReleaseOutcome:
         records = await self._records(ctx)
-        message = build_fallback(records, stage, reason, run_id=ctx.run_id)
+        message = build_fallback(records, stage, reason, run_id=ctx.run_id, question=ctx.query)
         outcome = ReleaseOutcome(
             run_id=ctx.run_id,
             outcome=Outcome.SAFE_FALLBACK,
@@ -215,6 +222,7 @@ class DiagnosisRelease:
         return outcome
 
     async def _decide(self, ctx: RunContext, outcome: ReleaseOutcome) -> None:
+        await self._progress(ctx, ProgressUpdate(stage=ProgressStage.RELEASE))
         fallback_type = outcome.fallback_type.value if outcome.fallback_type else None
         await ctx.timeline.record(EventType.RELEASE_DECISION, {"outcome": outcome.outcome.value, "fallback_type": fallback_type})
 
@@ -227,11 +235,11 @@ class DiagnosisRelease:
             return []
 
     @staticmethod
-    async def _progress(ctx: RunContext, stage: str, detail: dict[str, Any]) -> None:
+    async def _progress(ctx: RunContext, update: ProgressUpdate) -> None:
         if ctx.progress is None:
             return
         try:
-            await ctx.progress.update(ctx.run_id, stage, detail)
+            await ctx.progress.update(ctx.run_id, update)
         except Exception as exc:  # progress is cosmetic: a failing Slack update must not stop the release
             logger.warning("run %s: progress update failed (%s)", ctx.run_id, type(exc).__name__)
 

@@ -2,49 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from core.contracts.evidence import CallSummary, CanonicalRecord, EvidenceStatus, InvocationState, ToolName
-from core.evidence.redaction import redact
+from core.evidence.subjects import plural, shorten, sql_words, window_text
 
-_SPACE = re.compile(r"\s+")
+__all__ = ["REFERENCABLE", "call_summaries", "is_referencable", "label_for", "plural", "shorten", "source_label",
+           "window_text"]
+
 REFERENCABLE = frozenset({EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE})
-
-
-def shorten(text: Any, limit: int) -> str:
-    """Collapse whitespace, redact secrets and cut to `limit` characters with a visible marker."""
-    flat = redact(_SPACE.sub(" ", str(text)).strip())
-    return flat if len(flat) <= limit else flat[: max(0, limit - 1)].rstrip() + "…"
-
-
-def plural(count: Any, noun: str) -> str:
-    """'1 row', '37 rows'."""
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
-def _parse_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except ValueError:
-        return None
-
-
-def window_text(start: Any, end: Any) -> str:
-    """'between 22:30 and 23:30 UTC on 2026-11-29' (or the raw values when they are not ISO times)."""
-    a, b = _parse_time(start), _parse_time(end)
-    if a is None or b is None:
-        if start or end:
-            return f"between {shorten(start or '?', 40)} and {shorten(end or '?', 40)}"
-        return "in the default window"
-    zone = " UTC" if a.utcoffset() is not None and a.utcoffset() == b.utcoffset() and not a.utcoffset() else ""
-    if a.date() == b.date():
-        return f"between {a:%H:%M} and {b:%H:%M}{zone} on {a:%Y-%m-%d}"
-    return f"between {a:%Y-%m-%d %H:%M} and {b:%Y-%m-%d %H:%M}{zone}"
 
 
 def _logs_subject(projection: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
@@ -71,11 +38,11 @@ def label_for(tool: ToolName, projection: Mapping[str, Any], arguments: Mapping[
         result = "no matches"
     else:
         noun = {ToolName.QUERY_LOGS: "match", ToolName.QUERY_MYSQL: "row", ToolName.LOOKUP_KNOWLEDGE: "section"}[tool]
-        result = plural(count, noun).replace("matchs", "matches")
+        result = plural(count, noun)
     if tool is ToolName.QUERY_LOGS:
         subject = f"{_logs_subject(projection, arguments)} {_window(projection, arguments)}"
     elif tool is ToolName.QUERY_MYSQL:
-        subject = f'"{shorten(arguments.get("sql") or "", 100)}"'
+        subject = f'"{sql_words(arguments.get("sql"), 100)}"'
     else:
         subject = f'"{shorten(arguments.get("query") or "", 80)}"'
     return shorten(f"{tool.value} {subject} ({result})", 240)

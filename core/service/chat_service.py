@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from core.contracts.release import FallbackMessage, Outcome, PublishedReport, ReleaseOutcome
+from core.contracts.progress import ProgressStage, ProgressUpdate
+from core.contracts.release import FailureCause, Outcome, PublishedReport, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, TimelineEvent, Turn
 from core.observability.log_context import log_fields
 from core.observability.metrics import Metrics
@@ -31,6 +32,7 @@ from core.ports import (
     Timeline,
     TimelineStore,
 )
+from core.release.fallback import failure_fallback
 from core.service.run_context import CancelScope, RunContext
 from core.service.sessions import SessionGate
 
@@ -45,20 +47,6 @@ CHAT_HELP = (
     "and where I got stuck. Reply \"stop\" in the thread to cancel a running diagnosis."
 )
 
-STOP_REASONS = {
-    "budget_steps": "the step budget ran out before the agent submitted a draft",
-    "budget_tool_calls": "the tool-call budget ran out before the agent submitted a draft",
-    "budget_observation": "the observation-size budget ran out before the agent submitted a draft",
-    "deadline": "the run's deadline passed before the agent submitted a draft",
-    "cancelled": "the run was cancelled",
-    "model_unavailable": "the model could not be reached or kept failing",
-    "wire_format": "the model did not answer in the required format, even after one correction",
-}
-
-
-def explain_stop(stop_reason: str) -> str:
-    """Plain words for an agent stop reason (unknown reasons are named, never hidden)."""
-    return STOP_REASONS.get(stop_reason, f"the agent stopped without a draft ({stop_reason})")
 
 
 @dataclass(frozen=True)
@@ -80,9 +68,9 @@ class _SafeProgress:
     def __init__(self, sink: ProgressSink) -> None:
         self._sink = sink
 
-    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
+    async def update(self, run_id: str, update: ProgressUpdate) -> None:
         try:
-            await self._sink.update(run_id, stage, detail)
+            await self._sink.update(run_id, update)
         except Exception as exc:
             log.warning("progress update failed for %s: %s", run_id, type(exc).__name__)
 
@@ -141,11 +129,7 @@ class ChatService:
             return ReleaseOutcome(
                 run_id=run_id,
                 outcome=Outcome.FAILURE,
-                fallback=FallbackMessage(
-                    stage="the bot could not start or record this run",
-                    reason="a storage backend of the bot is unavailable",
-                    next_steps=["Ask again in a minute; if it persists, check the bot's Redis and database."],
-                ),
+                fallback=failure_fallback([], FailureCause.STORAGE),
             )
 
     async def has_session(self, session_key: str) -> bool:
@@ -214,13 +198,13 @@ class ChatService:
         try:
             outcome = await self._until_cancelled(ctx, self._dispatch(ctx, record))
         except RunCancelled:
-            return await self._failure(ctx, record, "the run was cancelled"), RunStatus.CANCELLED
+            return await self._failure(ctx, record, FailureCause.CANCELLED), RunStatus.CANCELLED
         except TimeoutError:
-            return await self._failure(ctx, record, "the run's deadline passed"), RunStatus.FAILED
+            return await self._failure(ctx, record, FailureCause.DEADLINE), RunStatus.FAILED
         except Exception as exc:
             log.error("run %s failed unexpectedly: %s", ctx.run_id, type(exc).__name__)
             log.debug("run %s failure details", ctx.run_id, exc_info=True)
-            return await self._failure(ctx, record, "an internal error stopped the run"), RunStatus.FAILED
+            return await self._failure(ctx, record, FailureCause.INTERNAL_ERROR), RunStatus.FAILED
         status = RunStatus.FAILED if outcome.outcome is Outcome.FAILURE else RunStatus.FINISHED
         return outcome, status
 
@@ -256,7 +240,7 @@ class ChatService:
 
     async def _route(self, ctx: RunContext) -> Intent:
         if ctx.progress:
-            await ctx.progress.update(ctx.run_id, "routing")
+            await ctx.progress.update(ctx.run_id, ProgressUpdate(stage=ProgressStage.ROUTING))
         started = time.monotonic()
         try:
             decision = await self._router.decide(ctx.query, timeline=ctx.timeline, time_left_s=ctx.seconds_left())
@@ -276,10 +260,9 @@ class ChatService:
         if result.stop_reason == "cancelled":
             raise RunCancelled
         if result.draft is None:
-            return await self._release.failure(ctx, explain_stop(result.stop_reason))
-        # The agent records DRAFT_SUBMITTED itself (it knows the step); release records the guard stages.
-        if ctx.progress:
-            await ctx.progress.update(ctx.run_id, "verifying")
+            # Stop reasons other than 'submitted' are FailureCause values; release says them in words.
+            return await self._release.failure(ctx, str(result.stop_reason))
+        # The agent records DRAFT_SUBMITTED itself (it knows the step); release records and reports the guard stages.
         return await self._release.release(ctx, result.draft)
 
     async def _previous_report(self, session_key: str) -> PublishedReport | None:
@@ -288,7 +271,7 @@ class ChatService:
             return None
         return PublishedReport.model_validate(latest.published_report)
 
-    async def _failure(self, ctx: RunContext, record: RunRecord, reason: str) -> ReleaseOutcome:
+    async def _failure(self, ctx: RunContext, record: RunRecord, reason: FailureCause) -> ReleaseOutcome:
         """FAILURE with observed facts; if even that breaks, a plain FAILURE without facts."""
         intent = (record.intent or Intent.DIAGNOSIS).value
         try:
@@ -298,9 +281,7 @@ class ChatService:
             outcome = ReleaseOutcome(
                 run_id=ctx.run_id,
                 outcome=Outcome.FAILURE,
-                fallback=FallbackMessage(
-                    stage="the run could not finish", reason=reason, next_steps=["Ask again in a moment."]
-                ),
+                fallback=failure_fallback([], reason),
             )
         return outcome.model_copy(update={"intent": intent, "fallback_type": None})
 

@@ -7,13 +7,15 @@ from typing import Any
 
 from core.contracts.draft import KnowledgeAnswer
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
-from core.contracts.release import FallbackType, KnowledgeResult, Outcome, ReleaseOutcome
+from core.contracts.progress import ProgressStage, ProgressUpdate
+from core.contracts.release import FallbackStage, FallbackType, KnowledgeResult, Outcome, ReleaseOutcome
 from core.contracts.run import StopReason
 from core.llm.model_step import ModelStep
 from core.llm.prompts import PromptLibrary
 from core.llm.tool_loop import LoopConfig, ToolLoop
 from core.ports import AuditStore, CanonicalStore, ChatModel, ToolInvoker
 from core.release.fallback import build_fallback
+from core.release.wording import FAILURE_STAGE, failure_cause
 from core.service.run_context import RunContext
 from core.steps.agent import normalised_arguments
 from core.steps.schemas import SUBMIT_KNOWLEDGE, knowledge_tools
@@ -59,6 +61,15 @@ async def citation_problems(canonical: CanonicalStore, run_id: str, answer: Know
     return problems
 
 
+def unverified_reason(problems: list[str], stop: str | None) -> str:
+    """Why a runbook answer is not shown, in plain words (the detailed problems go to the log and the trace)."""
+    if stop is not None:
+        return f"No answer was written: {FAILURE_STAGE[failure_cause(stop)]}."
+    if problems == ["no citations"]:
+        return "The answer cited no runbook, so it could not be checked."
+    return "The answer cited runbook sections that this run's lookups did not return."
+
+
 class KnowledgeAnswerer:
     """The ToolLoop with lookup_knowledge only, ending with submit_knowledge_answer; only verified answers are SUCCESS."""
 
@@ -91,19 +102,23 @@ class KnowledgeAnswerer:
         submitted, stop = result.output, result.stop_reason
         records = [r for r in await self.canonical.list_run(ctx.run_id) if r.run_id == ctx.run_id]
         docs = documents_found(records)
+        if submitted is not None and ctx.progress is not None:
+            await ctx.progress.update(ctx.run_id, ProgressUpdate(stage=ProgressStage.CITATION_CHECK,
+                                                                 cited_calls=len(submitted.citations)))
         problems = await citation_problems(self.canonical, ctx.run_id, submitted) if submitted else []
         if submitted is not None and not problems:
             return ReleaseOutcome(run_id=ctx.run_id, intent="KNOWLEDGE", outcome=Outcome.SUCCESS,
                                   knowledge=KnowledgeResult(answer=submitted, documents_found=docs))
-        reason = "; ".join(problems) if submitted is not None else f"no answer was submitted ({_said(stop)})"
-        log.info("knowledge run=%s unverified: %s", ctx.run_id, reason)
+        log.info("knowledge run=%s unverified: %s", ctx.run_id, "; ".join(problems) or _said(stop))
+        reason = unverified_reason(problems, str(stop) if submitted is None else None)
         return ReleaseOutcome(
             run_id=ctx.run_id,
             intent="KNOWLEDGE",
             outcome=Outcome.SAFE_FALLBACK,
             fallback_type=FallbackType.KNOWLEDGE_UNVERIFIED,
             knowledge=KnowledgeResult(answer=None, documents_found=docs),
-            fallback=build_fallback(records, "no verified answer from the runbooks", reason, run_id=ctx.run_id),
+            fallback=build_fallback(records, FallbackStage.KNOWLEDGE_UNVERIFIED, reason, run_id=ctx.run_id,
+                                    question=ctx.query),
         )
 
 

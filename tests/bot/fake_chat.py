@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 from core.contracts.draft import Analysis, AnalysisKind, Conclusion, DiagnosisDraft, Limitations
 from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.release import (
     EvidenceSource,
     FallbackMessage,
@@ -87,9 +88,10 @@ class FakeChat:
         self.started.set()
         try:
             if progress is not None:
-                await progress.update(run_id, "routing")
-                await progress.update(run_id, "tool", {"tool_name": "query_logs", "evidence_status": "EVIDENCE_FOUND",
-                                                       "count": 37})
+                await progress.update(run_id, ProgressUpdate(stage=ProgressStage.ROUTING))
+                await progress.update(run_id, ProgressUpdate(stage=ProgressStage.TOOL_FINISHED, tool=ToolProgress(
+                    tool_call_id="call_1", tool="query_logs", subject='order-service "timeout"',
+                    evidence_status=EvidenceStatus.EVIDENCE_FOUND, count=37)))
             if self.fail_with is not None:
                 raise self.fail_with
             try:

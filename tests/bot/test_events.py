@@ -35,7 +35,7 @@ async def test_progress_edit_shows_run_id_and_tool(harness: Harness) -> None:
     await harness.send.event(mention(ts="100.2"))
     await harness.settle()
     texts = [c.params["blocks"][0]["text"]["text"] for c in harness.slack.calls_of("chat.update")[:-1]]
-    assert any("`run_1`" in t and "`query_logs` found (37)" in t for t in texts)
+    assert any("`run_1`" in t and "Logs · order-service \"timeout\" — 37 matching lines" in t for t in texts)
 
 
 async def test_mention_inside_thread_replies_in_that_thread(harness: Harness) -> None:

@@ -10,8 +10,9 @@ from collections.abc import Callable
 import pytest
 
 from core.contracts.draft import KnowledgeAnswer, KnowledgeCitation
-from core.contracts.release import FallbackType, KnowledgeResult, Outcome, ReleaseOutcome
-from core.release.fallback import STAGE_EVIDENCE, build_fallback
+from core.contracts.release import FallbackStage, FallbackType, KnowledgeResult, Outcome, ReleaseOutcome
+from core.release.fallback import build_fallback
+from core.release.wording import violation_sentence
 from testkit.release import knowledge_record, logs_record, sql_record
 from tests.bot.conftest import Harness
 from tests.bot.slack_requests import mention
@@ -24,7 +25,7 @@ def _fallback(kind: FallbackType) -> Callable[[str], ReleaseOutcome]:
             sql_record(run_id, "call_n2", "SELECT * FROM orders WHERE status = 'FAILED'", ["id"], []),
             knowledge_record(run_id, "call_n3", "kafka lag"),
         ]
-        message = build_fallback(records, STAGE_EVIDENCE, "violations: INVOCATION_MISSING", run_id=run_id)
+        message = build_fallback(records, FallbackStage.EVIDENCE_CHECK, violation_sentence("INVOCATION_MISSING"), run_id=run_id)
         intent = "KNOWLEDGE" if kind is FallbackType.KNOWLEDGE_UNVERIFIED else "DIAGNOSIS"
         return ReleaseOutcome(run_id=run_id, intent=intent, outcome=Outcome.SAFE_FALLBACK, fallback_type=kind,
                               fallback=message)

@@ -11,9 +11,21 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.progress import SlackProgress
 from bot.turns import TurnRunner
+from core.contracts.evidence import EvidenceStatus
+from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.run import SessionKey
 from tests.bot.fake_chat import FakeChat
 from tests.fakes.slack_server import FakeSlack
+
+ROUTING = ProgressUpdate(stage=ProgressStage.ROUTING)
+PLANNING = ProgressUpdate(stage=ProgressStage.PLANNING, step=1, tool_calls=0)
+REVIEW = ProgressUpdate(stage=ProgressStage.REVIEW, cited_calls=1)
+
+
+def _finished(service: str) -> ProgressUpdate:
+    return ProgressUpdate(stage=ProgressStage.TOOL_FINISHED, tool=ToolProgress(
+        tool_call_id=f"call_{service}", tool="query_logs", subject=f'{service} "timeout"',
+        evidence_status=EvidenceStatus.NO_EVIDENCE, count=0))
 
 
 @pytest.fixture
@@ -27,13 +39,14 @@ async def test_burst_of_updates_becomes_one_edit_with_the_last_state(fake_slack:
     progress = SlackProgress(client, "C1", "1.0", min_interval_s=0.3)
     await progress.start()
     for i in range(30):
-        await progress.update("run_p", "tool", {"tool_name": f"t{i}", "evidence_status": "NO_EVIDENCE", "count": 0})
+        await progress.update("run_p", _finished(f"svc-{i}"))
     await asyncio.sleep(0.8)
     edits = fake_slack.calls_of("chat.update")
     assert len(edits) == 1
     text = edits[0].params["blocks"][0]["text"]["text"]
-    assert "`t29` no matches (0)" in text
-    assert "`t0`" not in text  # only the last few tools are listed
+    assert 'Logs · svc-29 "timeout" — no matches (not proof of health)' in text
+    assert "svc-0 " not in text  # only the last few tools are listed
+    assert "22 earlier steps" in text
     assert "`run_p`" in text
     await progress.close()
 
@@ -45,15 +58,15 @@ async def test_update_returns_while_slack_is_slow_and_close_waits_for_the_edit_i
     progress = SlackProgress(client, "C1", "1.0", min_interval_s=0.0)
     await progress.start()
     gate = fake_slack.hold["chat.update"] = asyncio.Event()
-    await asyncio.wait_for(progress.update("run_p", "routing"), timeout=5)
+    await asyncio.wait_for(progress.update("run_p", ROUTING), timeout=5)
     await fake_slack.wait_for_call("chat.update")
-    await asyncio.wait_for(progress.update("run_p", "drafting"), timeout=5)  # not blocked by the stuck edit
+    await asyncio.wait_for(progress.update("run_p", PLANNING), timeout=5)  # not blocked by the stuck edit
     closing = asyncio.create_task(progress.close())
     await asyncio.sleep(0.05)
     assert not closing.done()  # an edit in flight is awaited so it cannot land after the final message
     gate.set()
     await asyncio.wait_for(closing, timeout=5)
-    await progress.update("run_p", "judging")
+    await progress.update("run_p", REVIEW)
     await asyncio.sleep(0.05)
     assert len(fake_slack.calls_of("chat.update")) == 1
 
@@ -64,7 +77,7 @@ async def test_placeholder_failure_means_no_edits(fake_slack: FakeSlack, client:
     progress = SlackProgress(client, "C1", "1.0", min_interval_s=0.0)
     await progress.start()
     assert progress.ts is None
-    await progress.update("run_p", "routing")
+    await progress.update("run_p", ROUTING)
     await progress.close()
     assert fake_slack.calls_of("chat.update") == []
 
@@ -97,7 +110,7 @@ async def test_network_error_on_edit_in_flight_does_not_break_close(fake_slack: 
     client = _BrokenNetworkClient(fake_slack)
     progress = SlackProgress(client, "C1", "1.0", min_interval_s=0.0)
     await progress.start()
-    await progress.update("run_p", "routing")
+    await progress.update("run_p", ROUTING)
     await asyncio.wait_for(client.in_flight.wait(), 5)
     closing = asyncio.create_task(progress.close())
     await asyncio.sleep(0.05)

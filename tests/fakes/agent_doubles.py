@@ -44,16 +44,6 @@ class RecordingTimeline:
         return [s for t, s, _ in self.events if t == type]
 
 
-class RecordingProgress:
-    """ProgressSink double."""
-
-    def __init__(self) -> None:
-        self.updates: list[tuple[str, str, dict[str, Any]]] = []
-
-    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
-        self.updates.append((run_id, stage, dict(detail or {})))
-
-
 class DictCanonicalStore:
     """CanonicalStore double over a dict."""
 

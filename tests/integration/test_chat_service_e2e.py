@@ -15,6 +15,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from core.bootstrap import Services, build_services
+from core.contracts.progress import ProgressStage, ProgressUpdate
 from core.contracts.release import FallbackType, Outcome, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, RunStatus, SessionKey, Turn
 from core.guard.rules import load_rules
@@ -82,12 +83,12 @@ class Progress:
     """Records progress updates (a ProgressSink) so a test knows the run id and when a tool has run."""
 
     def __init__(self) -> None:
-        self.updates: list[tuple[str, str]] = []
+        self.updates: list[tuple[str, ProgressStage]] = []
         self.tool_ran = asyncio.Event()
 
-    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
-        self.updates.append((run_id, stage))
-        if stage == "tool":
+    async def update(self, run_id: str, update: ProgressUpdate) -> None:
+        self.updates.append((run_id, update.stage))
+        if update.stage is ProgressStage.TOOL_FINISHED:
             self.tool_ran.set()
 
     async def run_id_after_tool(self) -> str:
@@ -218,7 +219,7 @@ async def test_step_budget_without_draft_is_failure(server: FakeOpenAIServer, tm
         outcome = await rig.ask()
         assert outcome.outcome is Outcome.FAILURE
         assert outcome.fallback is not None
-        assert "step budget" in outcome.fallback.reason
+        assert "step budget" in outcome.fallback.stage
     finally:
         await rig.services.aclose()
 
@@ -232,7 +233,7 @@ async def test_tool_call_budget_is_enforced(server: FakeOpenAIServer, tmp_path: 
         outcome = await rig.ask()
         assert outcome.outcome is Outcome.FAILURE
         assert outcome.fallback is not None
-        assert "tool-call budget" in outcome.fallback.reason
+        assert "tool-call budget" in outcome.fallback.stage
     finally:
         await rig.services.aclose()
 
@@ -246,7 +247,7 @@ async def test_observation_byte_budget_is_enforced(server: FakeOpenAIServer, tmp
         outcome = await rig.ask()
         assert outcome.outcome is Outcome.FAILURE
         assert outcome.fallback is not None
-        assert "budget ran out" in outcome.fallback.reason
+        assert "budget for tool results ran out" in outcome.fallback.stage
         tool_events = [e.summary for e in await rig.services.chat_service.timeline(outcome.run_id)
                        if e.type is EventType.TOOL_CALL]
         assert tool_events[-1]["error_code"] == "BUDGET_EXHAUSTED"
@@ -262,7 +263,7 @@ async def test_deadline_ends_a_slow_run_as_failure(server: FakeOpenAIServer, tmp
         outcome = await asyncio.wait_for(rig.ask(), 2.5)
         assert outcome.outcome is Outcome.FAILURE
         assert outcome.fallback is not None
-        assert "deadline" in outcome.fallback.reason
+        assert "time limit passed" in outcome.fallback.stage
         assert (await rig.events(outcome))[-1] is EventType.RUN_FAILED
     finally:
         await rig.services.aclose()

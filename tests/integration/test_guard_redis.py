@@ -6,10 +6,10 @@ import pytest
 import redis.asyncio as aioredis
 
 from core.contracts.draft import DiagnosisDraft
-from core.contracts.release import FallbackType, Outcome
+from core.contracts.release import FallbackStage, FallbackType, Outcome
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
-from core.release.fallback import STAGE_STORE
+from core.release.fallback import STAGE_TEXT
 from core.release.release import DiagnosisRelease
 from core.service.run_context import RunContext
 from core.service.timeline import RunTimeline
@@ -98,7 +98,7 @@ async def test_unreachable_redis_falls_back_instead_of_crashing(key_prefix: str)
         await client.aclose()
     assert outcome.outcome is Outcome.SAFE_FALLBACK
     assert outcome.fallback is not None
-    assert outcome.fallback.stage == STAGE_STORE
+    assert outcome.fallback.stage == STAGE_TEXT[FallbackStage.EVIDENCE_STORE]
     assert outcome.fallback.observed_facts == []
     first_event = (await timeline.list(RUN))[0]
     assert first_event.summary.get("error") == "CANONICAL_UNAVAILABLE"

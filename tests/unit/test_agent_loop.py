@@ -10,6 +10,7 @@ import pytest
 
 from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft
 from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.progress import ProgressStage, ProgressUpdate
 from core.contracts.release import EvidenceSource, PublishedReport
 from core.contracts.run import EventType
 from core.llm.model import ModelReply, ModelUnavailable
@@ -17,7 +18,8 @@ from core.llm.prompts import PromptLibrary
 from core.settings import PROMPTS_DIR
 from core.steps.agent import PREVIOUS_REPORT_LABEL, DiagnosisAgent
 from testkit.models import ModelRequest, ScriptedChatModel, reply
-from tests.fakes.agent_doubles import FakeBoundary, RecordingAudit, RecordingProgress, make_ctx
+from testkit.progress import RecordingProgress
+from tests.fakes.agent_doubles import FakeBoundary, RecordingAudit, make_ctx
 
 LOG_LINE = {"timestamp": "2026-11-29T23:05:28Z", "service": "order-service", "level": "ERROR",
             "message": "HikariPool-1 - Connection is not available, request timed out after 30000ms", "fields": {}}
@@ -368,12 +370,15 @@ async def test_model_unavailable_ends_with_model_unavailable(prompts: PromptLibr
     assert timeline.of(EventType.MODEL_CALL)[0]["error"] == "model_unavailable"
 
 
-async def test_progress_reports_drafting_steps(prompts: PromptLibrary) -> None:
-    """Each step sends a safe 'drafting' progress update with the step number."""
+async def test_progress_reports_planning_steps_never_drafting(prompts: PromptLibrary) -> None:
+    """Each model step is reported as PLANNING with its number and the tool calls so far (never 'writing')."""
     progress = RecordingProgress()
     model = ScriptedChatModel([reply(calls=[("c1", "query_logs", LOGS_ARGS)]), submit_cited])
     ctx, _ = make_ctx()
     ctx.progress = progress
     await agent_with(model, FakeBoundary({"query_logs": {"logs": [LOG_LINE]}}), prompts).run(ctx, None)
-    assert progress.updates == [(ctx.run_id, "drafting", {"step": 1}), (ctx.run_id, "drafting", {"step": 2})]
+    assert progress.updates == [
+        (ctx.run_id, ProgressUpdate(stage=ProgressStage.PLANNING, step=1, tool_calls=0)),
+        (ctx.run_id, ProgressUpdate(stage=ProgressStage.PLANNING, step=2, tool_calls=1)),
+    ]
 

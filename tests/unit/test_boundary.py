@@ -20,6 +20,7 @@ from core.contracts.evidence import (
     RawResult,
     ToolName,
 )
+from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.run import Budgets, EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.evidence.boundary import ToolBoundary
@@ -28,6 +29,7 @@ from core.service.run_context import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
+from testkit.progress import RecordingProgress
 from testkit.tools import FakeTool
 
 KB = ToolName.LOOKUP_KNOWLEDGE
@@ -48,28 +50,15 @@ class FreeArgs(BaseModel):
     query: str
 
 
-class Progress:
-    """Records every progress update."""
-
-    def __init__(self, fail: bool = False) -> None:
-        self.updates: list[tuple[str, str, dict[str, Any] | None]] = []
-        self.fail = fail
-
-    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
-        self.updates.append((run_id, stage, detail))
-        if self.fail:
-            raise RuntimeError("slack down")
-
-
 class Harness:
     """A boundary over in-memory stores with one run context."""
 
     def __init__(self, *tools: FakeTool, budgets: Budgets | None = None, canonical: Any = None, audit: Any = None,
-                 progress: Progress | None = None) -> None:
+                 progress: RecordingProgress | None = None) -> None:
         self.canonical = canonical or InMemoryCanonicalStore()
         self.audit = audit or InMemoryAuditStore()
         self.timeline_store = InMemoryTimelineStore()
-        self.progress = progress or Progress()
+        self.progress = progress or RecordingProgress()
         self.boundary = ToolBoundary({t.name: t for t in tools}, self.canonical, self.audit)
         self.ctx = self.context("run-1", budgets)
 
@@ -120,8 +109,10 @@ async def test_found_call_returns_projection_and_records_everything() -> None:
     assert event.summary["error_code"] is None
     assert "HikariCP" not in str(event.summary)
 
-    assert h.progress.updates == [("run-1", "tool", {"tool": "lookup_knowledge", "tool_call_id": "call_a",
-                                                      "evidence_status": "EVIDENCE_FOUND", "count": 2, "error_code": None})]
+    started = ToolProgress(tool_call_id="call_a", tool="lookup_knowledge", subject='"pool"')
+    finished = started.model_copy(update={"evidence_status": EvidenceStatus.EVIDENCE_FOUND, "count": 2})
+    assert h.progress.updates == [("run-1", ProgressUpdate(stage=ProgressStage.TOOL_STARTED, tool=started)),
+                                  ("run-1", ProgressUpdate(stage=ProgressStage.TOOL_FINISHED, tool=finished))]
     assert h.ctx.tool_calls == 1
     assert h.ctx.observation_bytes == projection_size(projection)
 
@@ -455,9 +446,9 @@ async def test_audit_outage_does_not_fail_the_call() -> None:
 
 async def test_failing_progress_sink_does_not_fail_the_call() -> None:
     """A progress sink that raises (Slack hiccup) does not change the result."""
-    h = Harness(FakeTool(KB, _found()), progress=Progress(fail=True))
+    h = Harness(FakeTool(KB, _found()), progress=RecordingProgress(fail=True))
     assert (await h.call())["evidence_status"] == EvidenceStatus.EVIDENCE_FOUND
-    assert len(h.progress.updates) == 1
+    assert h.progress.stages == [ProgressStage.TOOL_STARTED, ProgressStage.TOOL_FINISHED]
 
 
 async def test_projection_is_bounded_by_projection_max_bytes() -> None:

@@ -13,8 +13,10 @@ import pytest
 
 from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft, Limitations
 from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.progress import ProgressUpdate
 from core.contracts.release import (
     EvidenceSource,
+    FailureCause,
     FallbackMessage,
     FallbackType,
     KnowledgeResult,
@@ -256,7 +258,7 @@ async def test_no_draft_goes_to_release_failure_with_plain_stop_reason() -> None
     rig = make_rig(agent=Agent(draft=None, stop_reason=StopReason.BUDGET_TOOL_CALLS))
     outcome = await rig.service.handle(turn())
     assert outcome.outcome is Outcome.FAILURE
-    assert rig.release.failures == ["the tool-call budget ran out before the agent submitted a draft"]
+    assert rig.release.failures == ["budget_tool_calls"]
     run = await rig.service.get_run(outcome.run_id)
     assert run is not None
     assert run.status is RunStatus.FAILED
@@ -326,7 +328,7 @@ async def test_unexpected_exception_becomes_failure_without_leaking_it() -> None
     outcome = await rig.service.handle(turn())
     assert outcome.outcome is Outcome.FAILURE
     assert "SECRET-PAYLOAD" not in outcome.model_dump_json()
-    assert rig.release.failures == ["an internal error stopped the run"]
+    assert rig.release.failures == [FailureCause.INTERNAL_ERROR]
     timeline = await rig.service.timeline(outcome.run_id)
     assert "SECRET-PAYLOAD" not in str([e.summary for e in timeline])
     assert types(timeline)[-1] is EventType.RUN_FAILED
@@ -360,7 +362,7 @@ async def test_cancel_run_stops_the_run_and_records_cancelled() -> None:
     assert await rig.service.cancel_run(run_id) is True
     outcome = await asyncio.wait_for(task, 2)
     assert outcome.outcome is Outcome.FAILURE
-    assert rig.release.failures == ["the run was cancelled"]
+    assert rig.release.failures == [FailureCause.CANCELLED]
     run = await rig.service.get_run(run_id)
     assert run is not None
     assert run.status is RunStatus.CANCELLED
@@ -406,7 +408,7 @@ async def test_hard_deadline_ends_a_hanging_run() -> None:
     rig = make_rig(agent=Agent(delay_s=5), budgets=Budgets(deadline_s=0.2))
     outcome = await asyncio.wait_for(rig.service.handle(turn()), 2.5)
     assert outcome.outcome is Outcome.FAILURE
-    assert rig.release.failures == ["the run's deadline passed"]
+    assert rig.release.failures == [FailureCause.DEADLINE]
     assert types(await rig.service.timeline(outcome.run_id))[-1] is EventType.RUN_FAILED
 
 
@@ -434,7 +436,7 @@ async def test_failing_progress_sink_does_not_break_the_run() -> None:
     """A progress sink that raises (Slack down) is ignored; the turn still completes."""
 
     class Broken:
-        async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
+        async def update(self, run_id: str, update: ProgressUpdate) -> None:
             raise ConnectionError("slack down")
 
     rig = make_rig()
@@ -460,5 +462,6 @@ async def test_run_store_down_returns_failure_instead_of_raising() -> None:
     outcome = await rig.service.handle(turn())
     assert outcome.outcome is Outcome.FAILURE
     assert outcome.fallback is not None
-    assert "storage" in outcome.fallback.reason
+    assert outcome.fallback.cause is FailureCause.STORAGE
+    assert "Redis and database" in outcome.fallback.next_steps[0]
     assert not [k for k in rig.kv.data if k.startswith("session-lock:")]

@@ -7,8 +7,10 @@ import re
 import pytest
 
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolError, ToolName
-from core.release.fallback import FACT_MAX, build_fallback, failure_stage, observed_facts
+from core.contracts.release import FailureCause, FallbackStage
+from core.release.fallback import FACT_MAX, STAGE_TEXT, build_fallback, failure_fallback, observed_facts
 from core.release.sources import call_summaries, source_label, window_text
+from core.release.wording import FAILURE_STAGE, FAILURE_STEP, failure_cause
 from testkit.release import error_record, knowledge_record, logs_record, sql_record
 from tests.unit.test_guard_codes import E1, K1, L0, L1, RUN, S1, run_records
 
@@ -24,19 +26,49 @@ def test_found_facts_come_first_then_no_evidence_then_errors() -> None:
     assert facts[0].tool_name is ToolName.QUERY_LOGS
 
 
-def test_logs_fact_states_count_window_and_first_message() -> None:
-    """A FOUND logs fact says how many lines matched, in which window, and quotes the first shown line shortened."""
+def test_logs_fact_states_count_window_and_the_telling_lines() -> None:
+    """A FOUND logs fact says how many lines matched and in which window; the lines are shown with time and level."""
     fact = observed_facts(run_records())[0]
-    assert fact.text.startswith('query_logs order-service "HikariPool" ERROR: 37 matching lines between 22:30 and 23:30 UTC')
-    assert "HikariPool-1 - Connection is not available" in fact.text
+    assert fact.text == ('Logs of order-service matching "HikariPool" at level ERROR between 22:30 and 23:30 UTC on '
+                         "2026-11-29: 37 matching lines.")
+    assert "query_logs" not in fact.text
+    assert any(line.endswith("HikariPool-1 - Connection is not available, request timed out after 30000ms.")
+               or "HikariPool-1 - Connection is not available" in line for line in fact.lines)
+    assert re.match(r"\d\d:\d\d:\d\d ERROR ", fact.lines[0])
 
 
 def test_sql_and_knowledge_facts() -> None:
-    """SQL facts give columns and the first row; runbook facts are phrased as what the runbook says."""
-    facts = {f.tool_call_id: f.text for f in observed_facts(run_records())}
-    assert "1 row; columns: service, version, deployed_at; first row:" in facts[S1]
-    assert facts[K1].startswith("runbook db/hikari.md § Pool exhaustion matched")
-    assert "not an observation of this environment" in facts[K1]
+    """SQL facts carry a small table with column names (never a Python list); runbook facts say what the runbook says."""
+    facts = {f.tool_call_id: f for f in observed_facts(run_records())}
+    assert facts[S1].text.startswith('Database query "SELECT')
+    assert facts[S1].text.endswith(": 1 row.")
+    assert facts[S1].table is not None
+    assert facts[S1].table.columns == ["service", "version", "deployed_at"]
+    assert all(isinstance(c, str) for row in facts[S1].table.rows for c in row)
+    assert "[" not in facts[S1].text
+    assert facts[K1].text.startswith("Runbook db/hikari.md § Pool exhaustion matched")
+    assert "not an observation of this environment" in facts[K1].text
+    assert facts[K1].lines
+
+
+def test_sql_fact_shows_the_rows_that_tell_not_the_first() -> None:
+    """Of many pool samples, the saturated ones (active = max, idle 0) are shown, not the first calm rows."""
+    rows = [[f"2026-11-20 14:{i:02d}:00", 20, 30, 50] for i in range(10)] + [["2026-11-20 14:30:00", 50, 0, 50]]
+    record = sql_record(RUN, "s", "SELECT ts, active, idle, max FROM pool_stats", ["ts", "active", "idle", "max"], rows)
+    [fact] = observed_facts([record], question="why is the checkout pool exhausted?")
+    assert fact.table is not None
+    assert ["2026-11-20 14:30:00", "50", "0", "50"] in fact.table.rows
+    assert len(fact.table.rows) <= 5
+    assert fact.table.total_rows == 11
+
+
+def test_sql_rows_naming_what_the_question_names_come_first() -> None:
+    """A row holding a word of the question (a service name) is among the rows shown."""
+    rows = [[f"svc-{i}", "1.0"] for i in range(20)] + [["checkout-api", "2.3"]]
+    record = sql_record(RUN, "s", "SELECT service, version FROM deploys", ["service", "version"], rows)
+    [fact] = observed_facts([record], question="what changed in checkout-api?")
+    assert fact.table is not None
+    assert ["checkout-api", "2.3"] in fact.table.rows
 
 
 def test_errors_are_listed_as_could_not_run() -> None:
@@ -45,8 +77,10 @@ def test_errors_are_listed_as_could_not_run() -> None:
         update={"state": InvocationState.FAILED, "projection": None, "error": ToolError(code="TIMEOUT", message="slow")}
     )
     facts = observed_facts([run_records()[4], failed])
-    assert [f.text.endswith(code) for f, code in zip(facts, ["SQL_REFUSED", "TIMEOUT"], strict=True)] == [True, True]
+    assert "the read-only SQL check refused it" in facts[0].text
+    assert facts[1].text.endswith("could not run: the backend did not answer in time.")
     assert all("could not run" in f.text for f in facts)
+    assert not any("SQL_REFUSED" in f.text or "TIMEOUT" in f.text for f in facts)
     assert all(f.evidence_status is EvidenceStatus.ERROR for f in facts)
 
 
@@ -76,8 +110,8 @@ def test_logs_no_evidence_wording_is_exact() -> None:
     """The logs NO_EVIDENCE fact names the query, service and window and says it does not show health."""
     [fact] = observed_facts([logs_record(RUN, "n1", [], service="payment-service", query="timeout", level=None)])
     assert fact.text == (
-        'query_logs: no lines matched "timeout" for payment-service between 22:30 and 23:30 UTC on 2026-11-29'
-        " — this does not show the service is healthy"
+        'Logs of payment-service: no lines matched "timeout" between 22:30 and 23:30 UTC on 2026-11-29'
+        " — this does not show the service is healthy."
     )
 
 
@@ -99,7 +133,7 @@ def test_pending_calls_and_other_runs_are_left_out() -> None:
         update={"state": InvocationState.PENDING}
     )
     foreign = logs_record("other-run", "f", [("2026-11-29T23:00:00Z", "ERROR", "foreign")])
-    message = build_fallback([pending, foreign, *run_records()], "stage", "reason", run_id=RUN)
+    message = build_fallback([pending, foreign, *run_records()], FallbackStage.EVIDENCE_CHECK, "reason", run_id=RUN)
     ids = [f.tool_call_id for f in message.observed_facts]
     assert "p" not in ids
     assert "f" not in ids
@@ -115,20 +149,21 @@ def test_secrets_in_arguments_are_redacted_in_facts() -> None:
 
 def test_next_steps_follow_from_what_was_observed() -> None:
     """Next steps name the service and window seen, widening the empty query, the runbook found, the failed call and the trace."""
-    message = build_fallback(run_records(), "the evidence check failed", "violations: X", run_id=RUN)
+    message = build_fallback(run_records(), FallbackStage.EVIDENCE_CHECK, "A sentence.", run_id=RUN)
     steps = "\n".join(message.next_steps)
     assert "Check order-service's dashboards" in steps
-    assert 'Re-run query_logs for order-service "OutOfMemoryError" with a wider window' in steps
+    assert 'Look at order-service\'s logs for "OutOfMemoryError" over a wider window' in steps
     assert "runbook db/hikari.md § Pool exhaustion" in steps
-    assert "SQL_REFUSED" in steps
+    assert "the read-only SQL check refused it" in steps
+    assert "SQL_REFUSED" not in steps
     assert f"`/diag trace {RUN}`" in steps
-    assert message.stage == "the evidence check failed"
-    assert message.reason == "violations: X"
+    assert message.stage == STAGE_TEXT[FallbackStage.EVIDENCE_CHECK]
+    assert message.reason == "A sentence."
 
 
 def test_nothing_observed_still_gives_useful_steps() -> None:
     """With no records at all, the fallback asks for a service and window and points at the trace."""
-    message = build_fallback([], "stage", "r", run_id=RUN)
+    message = build_fallback([], FallbackStage.KNOWLEDGE_UNVERIFIED, "r", run_id=RUN)
     assert message.observed_facts == []
     assert any("naming the service and the time window" in s for s in message.next_steps)
     assert any(RUN in s for s in message.next_steps)
@@ -136,25 +171,24 @@ def test_nothing_observed_still_gives_useful_steps() -> None:
 
 def test_explicit_next_steps_replace_derived_ones_and_reason_is_capped() -> None:
     """Callers may pass their own next steps; the reason is cut to a bounded one-liner."""
-    message = build_fallback(run_records(), "stage", "r" * 2000, ["do this"])
+    message = build_fallback(run_records(), FallbackStage.EVIDENCE_CHECK, "r" * 2000, ["do this"])
     assert message.next_steps == ["do this"]
-    assert len(message.reason) <= 300
+    assert len(message.reason) <= 600
 
 
-@pytest.mark.parametrize(
-    ("reason", "words"),
-    [
-        ("budget_steps", "the step budget was exhausted"),
-        ("deadline", "the time budget was exhausted"),
-        ("model_unavailable", "the model was unavailable"),
-        ("cancelled", "the run was cancelled"),
-        ("some_new_reason", "some new reason"),
-        ("the tool-call budget ran out", "the tool-call budget ran out"),
-    ],
-)
-def test_failure_stage_is_plain_words(reason: str, words: str) -> None:
-    """FAILURE stages read 'the diagnosis could not be finished: <why>'."""
-    assert failure_stage(reason) == f"the diagnosis could not be finished: {words}"
+@pytest.mark.parametrize("cause", list(FailureCause))
+def test_every_failure_cause_has_a_stage_and_a_fitting_next_step(cause: FailureCause) -> None:
+    """FAILURE stages read 'the diagnosis could not be finished: <why>' and lead with the step that fits the cause."""
+    message = failure_fallback([], cause, run_id=RUN)
+    assert message.stage == f"the diagnosis could not be finished: {FAILURE_STAGE[cause]}"
+    assert message.next_steps[0] == FAILURE_STEP[cause]
+    assert "_" not in message.stage
+
+
+def test_unknown_stop_reasons_read_as_an_internal_error() -> None:
+    """A stop reason this version does not know is never shown raw."""
+    assert failure_cause("some_new_reason") is FailureCause.INTERNAL_ERROR
+    assert failure_cause("model_unavailable") is FailureCause.MODEL_UNAVAILABLE
 
 
 def test_source_labels_are_short_and_human() -> None:

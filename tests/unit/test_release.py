@@ -2,41 +2,38 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import EvidenceStatus
-from core.contracts.release import FallbackType, Outcome, ReleaseOutcome, SemanticVerdict, SemanticVerdictKind
+from core.contracts.progress import ProgressStage
+from core.contracts.release import (
+    FailureCause,
+    FallbackStage,
+    FallbackType,
+    Outcome,
+    ReleaseOutcome,
+    SemanticVerdict,
+    SemanticVerdictKind,
+)
 from core.contracts.run import EventType, TimelineEvent
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
-from core.release.fallback import STAGE_EVIDENCE, STAGE_STORE, STAGE_UNAVAILABLE, STAGE_UNSUPPORTED
+from core.release.fallback import STAGE_TEXT
 from core.release.release import DiagnosisRelease
 from core.service.run_context import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryTimelineStore
+from testkit.progress import RecordingProgress
 from testkit.release import CountingCanonicalStore, FixedJudge, ScriptedRepairer
 from tests.unit.test_guard_codes import E1, K1, L0, L1, RUN, S1, run_records, valid_draft
 
 QUERY = "why is order-service throwing errors?"
 MARKER = "ZZ-DRAFT-PROSE-MARKER"
-
-
-@dataclass
-class Progress:
-    """ProgressSink double recording stages (optionally failing, like a Slack update that errors)."""
-
-    fail: bool = False
-    stages: list[str] = field(default_factory=list)
-
-    async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
-        self.stages.append(stage)
-        if self.fail:
-            raise RuntimeError("slack is slow today")
 
 
 @dataclass
@@ -47,7 +44,7 @@ class Harness:
     timeline: InMemoryTimelineStore
     repairer: ScriptedRepairer
     judge: FixedJudge
-    progress: Progress
+    progress: RecordingProgress
 
     async def events(self) -> list[TimelineEvent]:
         return await self.timeline.list(RUN)
@@ -57,7 +54,7 @@ class Harness:
 
 
 async def harness(
-    repairer: ScriptedRepairer | None = None, judge: FixedJudge | None = None, progress: Progress | None = None
+    repairer: ScriptedRepairer | None = None, judge: FixedJudge | None = None, progress: RecordingProgress | None = None
 ) -> Harness:
     store = CountingCanonicalStore(InMemoryCanonicalStore())
     for record in run_records():
@@ -65,7 +62,7 @@ async def harness(
     timeline_store = InMemoryTimelineStore()
     repairer = repairer or ScriptedRepairer()
     judge = judge or FixedJudge()
-    progress = progress or Progress()
+    progress = progress or RecordingProgress()
     ctx = RunContext(run_id=RUN, session_key="T:C:1", query=QUERY, timeline=RunTimeline(RUN, timeline_store), progress=progress)
     guard = EvidenceGuard(store, load_rules())
     return Harness(DiagnosisRelease(guard, repairer, judge, store), ctx, store, timeline_store, repairer, judge, progress)
@@ -112,7 +109,7 @@ async def test_supported_valid_draft_is_published_with_sources() -> None:
     assert outcome.verdict.verdict is SemanticVerdictKind.SUPPORTED
     assert await h.types() == [EventType.EVIDENCE_GUARD_INITIAL, EventType.SEMANTIC_GUARD, EventType.RELEASE_DECISION]
     assert h.repairer.calls == []
-    assert h.progress.stages == ["judging"]
+    assert h.progress.stages == [ProgressStage.EVIDENCE_CHECK, ProgressStage.REVIEW, ProgressStage.RELEASE]
 
 
 async def test_judge_receives_exactly_the_snapshot_of_cited_calls() -> None:
@@ -146,7 +143,7 @@ async def test_repair_that_fixes_the_draft_leads_to_success() -> None:
     assert call.query == QUERY
     assert {v.code for v in call.violations} == {"INVOCATION_MISSING"}
     assert {s.tool_call_id for s in call.referencable} == {L1, L0, S1, K1}, "ERROR calls are not offered for re-binding"
-    assert h.progress.stages == ["verifying", "judging"]
+    assert h.progress.stages == [ProgressStage.EVIDENCE_CHECK, ProgressStage.REPAIR, ProgressStage.REVIEW, ProgressStage.RELEASE]
     assert h.judge.calls[0].draft == draft()
     assert len(h.store.get_many_calls) == 2, "one batched read per guarded draft: the original and the repair"
 
@@ -158,8 +155,9 @@ async def test_repair_that_gives_nothing_ends_in_evidence_fallback() -> None:
     assert outcome.outcome is Outcome.SAFE_FALLBACK
     assert outcome.fallback_type is FallbackType.EVIDENCE_VALIDATION_FAILED
     assert outcome.fallback is not None
-    assert outcome.fallback.stage == STAGE_EVIDENCE
-    assert "INVOCATION_MISSING" in outcome.fallback.reason
+    assert outcome.fallback.stage == STAGE_TEXT[FallbackStage.EVIDENCE_CHECK]
+    assert outcome.fallback.reason == "The draft cited a tool call that never happened in this run."
+    assert "INVOCATION_MISSING" not in outcome.fallback.reason
     assert {v.code for v in outcome.violations} == {"INVOCATION_MISSING"}
     assert await h.types() == [EventType.EVIDENCE_GUARD_INITIAL, EventType.EVIDENCE_REPAIR, EventType.RELEASE_DECISION]
     assert h.judge.calls == []
@@ -195,14 +193,17 @@ async def test_repair_that_raises_is_treated_as_no_repair() -> None:
 @pytest.mark.parametrize(
     ("judge", "kind", "stage", "verdict"),
     [
-        (FixedJudge(verdict=UNSUPPORTED), FallbackType.SEMANTIC_UNSUPPORTED, STAGE_UNSUPPORTED, SemanticVerdictKind.UNSUPPORTED),
-        (FixedJudge(verdict=UNAVAILABLE), FallbackType.SEMANTIC_UNAVAILABLE, STAGE_UNAVAILABLE, SemanticVerdictKind.UNAVAILABLE),
-        (FixedJudge(error=TimeoutError()), FallbackType.SEMANTIC_UNAVAILABLE, STAGE_UNAVAILABLE, SemanticVerdictKind.UNAVAILABLE),
+        (FixedJudge(verdict=UNSUPPORTED), FallbackType.SEMANTIC_UNSUPPORTED, FallbackStage.REVIEW_UNSUPPORTED,
+         SemanticVerdictKind.UNSUPPORTED),
+        (FixedJudge(verdict=UNAVAILABLE), FallbackType.SEMANTIC_UNAVAILABLE, FallbackStage.REVIEW_UNAVAILABLE,
+         SemanticVerdictKind.UNAVAILABLE),
+        (FixedJudge(error=TimeoutError()), FallbackType.SEMANTIC_UNAVAILABLE, FallbackStage.REVIEW_UNAVAILABLE,
+         SemanticVerdictKind.UNAVAILABLE),
     ],
     ids=["unsupported", "unavailable", "judge-raises"],
 )
 async def test_semantic_guard_outcomes_other_than_supported_fall_back(
-    judge: FixedJudge, kind: FallbackType, stage: str, verdict: SemanticVerdictKind
+    judge: FixedJudge, kind: FallbackType, stage: FallbackStage, verdict: SemanticVerdictKind
 ) -> None:
     """UNSUPPORTED, UNAVAILABLE and a judge exception each end in their SAFE_FALLBACK type, recorded in order."""
     h = await harness(judge=judge)
@@ -211,7 +212,8 @@ async def test_semantic_guard_outcomes_other_than_supported_fall_back(
     assert outcome.fallback_type is kind
     assert outcome.report is None
     assert outcome.fallback is not None
-    assert outcome.fallback.stage == stage
+    assert outcome.fallback.kind is stage
+    assert outcome.fallback.stage == STAGE_TEXT[stage]
     events = await h.events()
     assert [e.type for e in events] == [EventType.EVIDENCE_GUARD_INITIAL, EventType.SEMANTIC_GUARD, EventType.RELEASE_DECISION]
     assert events[1].summary["verdict"] == verdict.value
@@ -226,7 +228,7 @@ async def test_canonical_store_down_falls_back_without_crashing() -> None:
     assert outcome.outcome is Outcome.SAFE_FALLBACK
     assert outcome.fallback_type is FallbackType.EVIDENCE_VALIDATION_FAILED
     assert outcome.fallback is not None
-    assert outcome.fallback.stage == STAGE_STORE
+    assert outcome.fallback.stage == STAGE_TEXT[FallbackStage.EVIDENCE_STORE]
     assert outcome.fallback.observed_facts == []
     events = await h.events()
     assert [e.type for e in events] == [EventType.EVIDENCE_GUARD_INITIAL, EventType.RELEASE_DECISION]
@@ -275,7 +277,9 @@ async def test_failure_lists_observed_facts_and_says_why() -> None:
     outcome = await h.release.failure(h.ctx, "budget_steps")
     assert outcome.outcome is Outcome.FAILURE
     assert outcome.fallback is not None
-    assert outcome.fallback.stage == "the diagnosis could not be finished: the step budget was exhausted"
+    assert outcome.fallback.stage == "the diagnosis could not be finished: the step budget ran out before a report was written"
+    assert outcome.fallback.cause is FailureCause.BUDGET_STEPS
+    assert outcome.fallback.next_steps[0].startswith("Ask a narrower question")
     assert outcome.fallback.observed_facts[0].tool_call_id == L1
     assert f"/diag trace {RUN}" in " ".join(outcome.fallback.next_steps)
     assert await h.types() == [EventType.RELEASE_DECISION]
@@ -294,10 +298,10 @@ async def test_failure_with_store_down_still_answers() -> None:
 
 async def test_failing_progress_updates_do_not_stop_the_release() -> None:
     """A progress sink that raises is cosmetic: the release still reaches its decision."""
-    h = await harness(repairer=ScriptedRepairer(result=draft()), progress=Progress(fail=True))
+    h = await harness(repairer=ScriptedRepairer(result=draft()), progress=RecordingProgress(fail=True))
     outcome = await h.release.release(h.ctx, draft(BROKEN))
     assert outcome.outcome is Outcome.SUCCESS
-    assert h.progress.stages == ["verifying", "judging"]
+    assert h.progress.stages == [ProgressStage.EVIDENCE_CHECK, ProgressStage.REPAIR, ProgressStage.REVIEW, ProgressStage.RELEASE]
 
 
 async def test_judge_reason_quoting_the_draft_never_reaches_the_fallback() -> None:
@@ -308,11 +312,29 @@ async def test_judge_reason_quoting_the_draft_never_reaches_the_fallback() -> No
     outcome = await h.release.release(h.ctx, draft(marked=True))
     assert outcome.fallback_type is FallbackType.SEMANTIC_UNSUPPORTED
     assert outcome.fallback is not None
-    assert outcome.fallback.stage == STAGE_UNSUPPORTED
+    assert outcome.fallback.stage == STAGE_TEXT[FallbackStage.REVIEW_UNSUPPORTED]
     assert outcome.fallback.reason
     assert MARKER not in outcome.fallback.model_dump_json()
     judged = [e for e in await h.events() if e.type is EventType.SEMANTIC_GUARD]
     assert judged[0].summary["reason"] == quoting.reason, "the reason stays available to /diag trace"
+
+
+async def test_judge_reason_quoting_only_verified_evidence_is_shown() -> None:
+    """A reviewer reason whose quotes and numbers all appear in the verified evidence is shown in its own words."""
+    reason = 'the cited lines only show "Connection is not available", not a database outage'
+    h = await harness(judge=FixedJudge(verdict=SemanticVerdict(verdict=SemanticVerdictKind.UNSUPPORTED, reason=reason)))
+    outcome = await h.release.release(h.ctx, draft())
+    assert outcome.fallback is not None
+    assert outcome.fallback.reason == f"The reviewer said: {reason}"
+
+
+async def test_model_unavailable_failure_points_at_the_model_endpoint() -> None:
+    """A FAILURE because the model was down advises checking the model endpoint, not rephrasing the question."""
+    h = await harness()
+    outcome = await h.release.failure(h.ctx, "model_unavailable")
+    assert outcome.fallback is not None
+    assert "model endpoint" in outcome.fallback.next_steps[0]
+    assert not any("naming the service" in s for s in outcome.fallback.next_steps)
 
 
 @pytest.mark.parametrize("kind", ["NORMAL", "NEGATIVE_OBSERVATION"])

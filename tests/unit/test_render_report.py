@@ -61,7 +61,7 @@ def test_report_without_conclusion_says_evidence_is_thin_and_marks_no_matches() 
     assert "needs human confirmation" in text
     assert "DB metrics" in text
     assert "payment logs, 60 min" in text
-    assert "run `run_r` · 3.2 s · SUCCESS" in text
+    assert "run `run_r` · 3.2 s · verified" in text
     assert msg.metadata == {"event_type": "diag_run_finished", "event_payload": {
         "run_id": "run_r", "intent": "DIAGNOSIS", "outcome": "SUCCESS", "fallback_type": None}}
     assert validate_blocks(msg.blocks) is None
@@ -83,10 +83,10 @@ def test_fallback_shows_stage_facts_sources_and_next_steps_without_ok() -> None:
     text = _all_text(msg.blocks)
     assert "does not support the draft" in text
     assert "semantic check" in text
-    assert "[found] order-service: 37 ERROR lines" in text
-    assert "[no matches] payment-service" in text
+    assert "*found* · order-service: 37 ERROR lines" in text
+    assert "*no matches* · payment-service" in text
     assert "does not show the system is healthy" in text
-    assert "`c2`" in text
+    assert "c2" not in text, "call ids are internal"
     assert "Check the DB pool" in text
     assert " OK" not in text
     assert msg.metadata is not None

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from core.contracts.evidence import EvidenceStatus, RawResult, ToolName
+from core.contracts.progress import ProgressUpdate
 from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
 from core.service.run_context import RunContext
@@ -68,8 +69,8 @@ def _harness(tool: FakeTool) -> tuple[ToolBoundary, RunContext, InMemoryCanonica
     updates: list[Any] = []
 
     class Progress:
-        async def update(self, run_id: str, stage: str, detail: dict[str, Any] | None = None) -> None:
-            updates.append((run_id, stage, detail))
+        async def update(self, run_id: str, update: ProgressUpdate) -> None:
+            updates.append((run_id, update.stage, update.model_dump(mode="json")))
 
     ctx = RunContext(run_id="run-s", session_key="T:C:1", query="why?", timeline=RunTimeline("run-s", timeline),
                      progress=Progress())

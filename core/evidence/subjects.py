@@ -1,0 +1,113 @@
+"""What a tool call queried, in words: service, keywords and window, the first words of the SQL, or the lookup.
+
+Built from arguments (and, once the call ended, its projection's effective window). Every piece is whitespace-
+collapsed and redacted, and cut only between whole tokens (a quoted SQL literal is one token), never mid-word.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from core.contracts.evidence import ToolName
+from core.evidence.redaction import redact
+
+_SPACE = re.compile(r"\s+")
+# A SQL-ish token: a quoted literal (with '' escapes) or a quoted identifier counts as one token.
+_TOKEN = re.compile(r"'(?:[^']|'')*'?|\"[^\"]*\"?|`[^`]*`?|\S+")
+ELLIPSIS = "…"
+SQL_WORDS_MAX = 90
+QUERY_MAX = 60
+SERVICE_MAX = 60
+
+
+def flat(text: Any) -> str:
+    """Whitespace collapsed and secrets redacted."""
+    return redact(_SPACE.sub(" ", str(text)).strip())
+
+
+def shorten(text: Any, limit: int) -> str:
+    """Collapse whitespace, redact secrets and cut to `limit` characters at a token boundary, with a marker."""
+    return cut_words(flat(text), limit)
+
+
+def cut_words(text: str, limit: int) -> str:
+    """`text` cut to at most `limit` characters between whole tokens, ending with '…' when anything was cut.
+
+    A single token longer than the limit is cut inside (there is no boundary to cut at)."""
+    if len(text) <= limit:
+        return text
+    room = max(0, limit - 1)
+    kept = ""
+    for match in _TOKEN.finditer(text):
+        if match.end() > room:
+            break
+        kept = text[: match.end()]
+    if not kept:
+        kept = text[:room]
+    return kept.rstrip() + ELLIPSIS
+
+
+def plural(count: Any, noun: str) -> str:
+    """'1 row', '37 rows', '2 matches'."""
+    if count == 1:
+        return f"{count} {noun}"
+    return f"{count} {noun}es" if noun.endswith(("ch", "sh", "s", "x")) else f"{count} {noun}s"
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError:
+        return None
+
+
+def window_text(start: Any, end: Any) -> str:
+    """'between 22:30 and 23:30 UTC on 2026-11-29' (or the raw values when they are not ISO times)."""
+    a, b = _parse_time(start), _parse_time(end)
+    if a is None or b is None:
+        if start or end:
+            return f"between {shorten(start or '?', 40)} and {shorten(end or '?', 40)}"
+        return "in the default window"
+    zone = " UTC" if a.utcoffset() is not None and a.utcoffset() == b.utcoffset() and not a.utcoffset() else ""
+    if a.date() == b.date():
+        return f"between {a:%H:%M} and {b:%H:%M}{zone} on {a:%Y-%m-%d}"
+    return f"between {a:%Y-%m-%d %H:%M} and {b:%Y-%m-%d %H:%M}{zone}"
+
+
+def short_window(start: Any, end: Any) -> str:
+    """'22:30-23:30 UTC' (same day; an en dash in the text) or '' when the window is not known yet."""
+    a, b = _parse_time(start), _parse_time(end)
+    if a is None or b is None:
+        return ""
+    zone = " UTC" if a.utcoffset() is not None and a.utcoffset() == b.utcoffset() and not a.utcoffset() else ""
+    if a.date() == b.date():
+        return f"{a:%H:%M}–{b:%H:%M}{zone}"
+    return f"{a:%m-%d %H:%M}–{b:%m-%d %H:%M}{zone}"
+
+
+def sql_words(sql: Any, limit: int = SQL_WORDS_MAX) -> str:
+    """The first words of a SQL statement, whole tokens only."""
+    return shorten(sql or "", limit)
+
+
+def subject_of(tool: ToolName | str, arguments: Mapping[str, Any], projection: Mapping[str, Any] | None = None) -> str:
+    """What one call queried, e.g. 'order-service "HikariPool" ERROR, 22:30-23:30 UTC' or 'SELECT status, … FROM …'."""
+    projection = projection or {}
+    if tool == ToolName.QUERY_LOGS:
+        service = shorten(arguments.get("service") or "any service", SERVICE_MAX)
+        query = shorten(arguments.get("query") or "", QUERY_MAX)
+        level = arguments.get("level")
+        text = service + (f' "{query}"' if query else "") + (f" {shorten(level, 8)}" if level else "")
+        window = short_window(projection.get("window_start") or arguments.get("start"),
+                              projection.get("window_end") or arguments.get("end"))
+        return f"{text}, {window}" if window else text
+    if tool == ToolName.QUERY_MYSQL:
+        return sql_words(arguments.get("sql"))
+    if tool == ToolName.LOOKUP_KNOWLEDGE:
+        return f'"{shorten(arguments.get("query") or "", QUERY_MAX)}"'
+    return ""
