@@ -42,9 +42,10 @@ def test_sql_and_knowledge_facts() -> None:
     facts = {f.tool_call_id: f for f in observed_facts(run_records())}
     assert facts[S1].text.startswith('Database query "SELECT')
     assert facts[S1].text.endswith(": 1 row.")
-    assert facts[S1].table is not None
-    assert facts[S1].table.columns == ["service", "version", "deployed_at"]
-    assert all(isinstance(c, str) for row in facts[S1].table.rows for c in row)
+    table = facts[S1].table
+    assert table is not None
+    assert table.columns == ["service", "version", "deployed_at"]
+    assert all(isinstance(c, str) for row in table.rows for c in row)
     assert "[" not in facts[S1].text
     assert facts[K1].text.startswith("Runbook db/hikari.md § Pool exhaustion matched")
     assert "not an observation of this environment" in facts[K1].text
