@@ -1,4 +1,5 @@
-"""`diagbot serve`: Socket Mode when SLACK_APP_TOKEN is set, else HTTP (/slack/events, /healthz) on $PORT."""
+"""`diagbot serve`: Socket Mode when SLACK_APP_TOKEN is set, else HTTP (/slack/events, /healthz, /readyz) on $PORT;
+in Socket Mode /healthz and /readyz are served on PORT when it is set."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import contextlib
 import inspect
 import logging
 import signal
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -14,8 +16,12 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
 from bot.app import build_bot
+from bot.health import Readiness, add_health_routes, start_health_server
 from bot.metering import ack_timer, add_metrics_route
+from bot.request_guard import request_guard
 from bot.slack_errors import error_code
+from core.health.catalog import readiness_checks
+from core.health.result import CheckResult
 from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, KeyValueStore
 from core.runtime import tune_gc
@@ -39,18 +45,24 @@ class ServingServices(Protocol):
     def kv(self) -> KeyValueStore: ...
 
 
-async def _healthz(_: web.Request) -> web.Response:
-    return web.json_response({"ok": True})
-
-
-def build_web_app(app: AsyncApp, metrics: Metrics | None = None) -> web.Application:
-    """Bolt's aiohttp application for the Events API, plus GET /healthz and (with metrics) GET /metrics."""
+def build_web_app(app: AsyncApp, metrics: Metrics | None = None, readiness: Readiness | None = None, *,
+                  signing_secret: str | None = None) -> web.Application:
+    """Bolt's aiohttp application for the Events API behind the request guard, plus GET /healthz, GET /readyz and
+    (with metrics) GET /metrics. The guard verifies with `signing_secret`, by default the Bolt app's own."""
     web_app = app.web_app(path=EVENTS_PATH)
-    web_app.router.add_get("/healthz", _healthz)
+    secret = signing_secret if signing_secret is not None else str(getattr(app, "_signing_secret", "") or "")
+    web_app.middlewares.append(request_guard(secret, EVENTS_PATH))
+    add_health_routes(web_app, readiness or Readiness([]))
     if metrics is not None:
         web_app.middlewares.append(ack_timer(metrics, EVENTS_PATH))
         add_metrics_route(web_app, metrics)
     return web_app
+
+
+def build_readiness(settings: Settings, services: ServingServices, warnings: Sequence[CheckResult] = ()) -> Readiness:
+    """Readiness over the server's own Redis and database clients, the model endpoint and each tool backend."""
+    checks = readiness_checks(settings, getattr(services, "redis", None), getattr(services, "database", None))
+    return Readiness(checks, warnings=warnings)
 
 
 def _stop_event() -> asyncio.Event:
@@ -113,8 +125,35 @@ async def _run_socket_mode(app: AsyncApp, app_token: str, stop: asyncio.Event, m
             await asyncio.wait(sdk_tasks, timeout=5)
 
 
+async def _serve_socket_mode(bot_app: AsyncApp, app_token: str, settings: Settings, readiness: Readiness,
+                             stop: asyncio.Event, metrics: Metrics) -> None:
+    """Socket Mode, with /healthz, /readyz and /metrics on PORT when PORT is set."""
+    health = None
+    if "port" in settings.model_fields_set:
+        health = await start_health_server(settings.port, readiness, extra=lambda app: add_metrics_route(app, metrics))
+    try:
+        await _run_socket_mode(bot_app, app_token, stop, metrics)
+    finally:
+        if health is not None:
+            await health.cleanup()
+
+
+async def _serve_http(bot_app: AsyncApp, settings: Settings, readiness: Readiness, stop: asyncio.Event,
+                      metrics: Metrics) -> None:
+    secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
+    runner = web.AppRunner(build_web_app(bot_app, metrics, readiness, signing_secret=secret), access_log=None)
+    await runner.setup()
+    await web.TCPSite(runner, "0.0.0.0", settings.port).start()
+    log.info("diagbot listening on port %d (POST %s, GET /healthz, GET /readyz, GET /metrics)", settings.port,
+             EVENTS_PATH)
+    try:
+        await stop.wait()
+    finally:
+        await runner.cleanup()
+
+
 async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
-                services: ServingServices | None = None) -> None:
+                services: ServingServices | None = None, warnings: Sequence[CheckResult] = ()) -> None:
     """Run the Slack app until SIGINT/SIGTERM (or `stop`), then close everything it opened.
 
     Without `services` the real ones are built from `settings` (and closed at the end); services passed in belong to
@@ -125,20 +164,15 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
         services = owned = await _build_services(settings)
     metrics: Metrics = getattr(services, "metrics", None) or Metrics()  # lighter test doubles may have none
     bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics)
+    readiness = build_readiness(settings, services, warnings)
     tune_gc()
     stop = stop or _stop_event()
     try:
         if settings.slack_app_token is not None:
-            await _run_socket_mode(bot.app, settings.slack_app_token.get_secret_value(), stop, metrics)
+            await _serve_socket_mode(bot.app, settings.slack_app_token.get_secret_value(), settings, readiness, stop,
+                                     metrics)
         else:
-            runner = web.AppRunner(build_web_app(bot.app, metrics), access_log=None)
-            await runner.setup()
-            await web.TCPSite(runner, "0.0.0.0", settings.port).start()
-            log.info("diagbot listening on port %d (POST %s, GET /healthz, GET /metrics)", settings.port, EVENTS_PATH)
-            try:
-                await stop.wait()
-            finally:
-                await runner.cleanup()
+            await _serve_http(bot.app, settings, readiness, stop, metrics)
     finally:
         await bot.aclose()
         if owned is not None:

@@ -162,8 +162,8 @@ async def build_services(
                 kv = RedisKV(redis_client, redis_prefix)
                 shared_kv = True
             else:
-                log.warning("REDIS_URL unset: canonical tool records, locks, cancel flags and dedup are in-process "
-                            "(fine for one process; set REDIS_URL to run more than one)")
+                # In-process stores: fine for one process. Only serving can run several, so `diagbot serve` (and
+                # `diagbot check`) say so once (core/health/config.py check_store_mode); one-shot commands stay quiet.
                 kv = InMemoryKV()
 
         database: Database | None = None

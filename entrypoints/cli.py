@@ -14,7 +14,7 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
 
-from core.bootstrap import MODEL_HINT, ModelNotConfigured, build_services, model_configured
+from core.bootstrap import ModelNotConfigured, build_services
 from core.contracts.evidence import ToolName
 from core.contracts.run import SessionKey, Turn
 from core.errors import StoreUnavailable
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO (default: WARNING)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("serve", help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, else HTTP on $PORT)")
+    commands.add_parser("check", help="validate every setting and probe every dependency, one line each")
     ask = commands.add_parser("ask", help="one turn through the pipeline, printed as text")
     ask.add_argument("question")
     ask.add_argument("--thread", default=None, help="session id: turns with the same id are follow-ups")
@@ -118,11 +119,13 @@ async def _tool(settings: Settings, name: ToolName, arguments: dict[str, Any]) -
 
 
 async def _serve(settings: Settings) -> int:
-    if not model_configured(settings):
-        raise ModelNotConfigured(MODEL_HINT)
     from bot.serve import serve  # the Slack adapter, imported only for this command
+    from entrypoints.check import preflight
 
-    await serve(settings)
+    warnings = await preflight(settings, err=lambda line: print(line, file=sys.stderr))
+    if warnings is None:
+        return EXIT_USAGE
+    await serve(settings, warnings=warnings)
     return EXIT_OK
 
 
@@ -171,6 +174,10 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
         return await _trace(settings, args.run_id)
     if args.command == "serve":
         return await _serve(settings)
+    if args.command == "check":
+        from entrypoints.check import check_command
+
+        return await check_command(settings)
     try:
         name = ToolName(args.name)
     except ValueError:

@@ -21,6 +21,7 @@ from sqlalchemy.pool import NullPool
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import SqlArgs
+from core.tools.sql_errors import connect_failure_message
 from core.tools.sql_policy import Backend, PreparedQuery, prepare
 from core.tools.sql_values import safe_error_text, to_json_scalar
 
@@ -143,16 +144,16 @@ class SqlTool:
             raise ToolFailure("SQL_TIMEOUT", "The query did not finish within the statement timeout.") from exc
         except DBAPIError as exc:
             if exc.connection_invalidated or isinstance(exc.orig, (OSError, ConnectionError)):
-                raise ToolFailure("BACKEND_UNAVAILABLE", f"The {backend} database is unreachable.") from exc
+                raise ToolFailure("BACKEND_UNAVAILABLE", connect_failure_message(backend, exc)) from exc
             raise _classify_error(exc, backend, secrets) from exc
         except (OSError, SQLAlchemyError) as exc:
-            raise ToolFailure("BACKEND_UNAVAILABLE", f"The {backend} database is unreachable.") from exc
+            raise ToolFailure("BACKEND_UNAVAILABLE", connect_failure_message(backend, exc)) from exc
 
     async def _execute(self, engine: AsyncEngine, backend: Backend, prepared: PreparedQuery) -> Rows:
         try:
             conn = await engine.connect()
         except (OSError, SQLAlchemyError) as exc:
-            raise ToolFailure("BACKEND_UNAVAILABLE", f"The {backend} database is unreachable.") from exc
+            raise ToolFailure("BACKEND_UNAVAILABLE", connect_failure_message(backend, exc)) from exc
         try:
             if backend == "postgres":
                 await self._begin_postgres(conn)

@@ -100,6 +100,8 @@ class FakeSlack:
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     acks: list[dict[str, Any]] = field(default_factory=list)
     socket_connections: int = 0
+    oauth_scopes: str | None = None
+    """When set, auth.test answers with this `x-oauth-scopes` header (the bot token's granted scopes), as Slack does."""
     _outbox: asyncio.Queue[dict[str, Any]] = field(default_factory=asyncio.Queue)
     _sockets: set[web.WebSocketResponse] = field(default_factory=set)
     _socket_connected: asyncio.Event = field(default_factory=asyncio.Event)
@@ -277,7 +279,8 @@ class FakeSlack:
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})
         result: dict[str, Any] = handler(params)
-        return web.json_response(result)
+        scopes = {"x-oauth-scopes": self.oauth_scopes} if method == "auth.test" and self.oauth_scopes is not None else None
+        return web.json_response(result, headers=scopes)
 
     def _m_auth_test(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "url": "https://fake.slack.com/", "team": "Fake", "user": "diagbot", "team_id": TEAM_ID,

@@ -1,0 +1,126 @@
+"""Checks of the tool backends: logs (JSONL folder, Loki or Elasticsearch), knowledge folder, DIAG_SQL_URL.
+
+A backend that is down is a warning: the server starts, the tool answers ERROR, readiness names it."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.engine import URL
+from sqlalchemy.ext.asyncio import create_async_engine
+from sqlalchemy.pool import NullPool
+
+from core.errors import ToolFailure
+from core.health.result import CheckResult, Level
+from core.health.urls import display_url
+from core.settings import Settings
+from core.tools.args import LogsArgs
+from core.tools.registry import clock_from, logs_tool
+from core.tools.sql import classify_url
+from core.tools.sql_errors import ConnectProblem, connect_problem
+
+_FIX_SQL = {
+    ConnectProblem.AUTH: "check the user and password in DIAG_SQL_URL (and that this user may connect from here)",
+    ConnectProblem.UNKNOWN_DATABASE: "check the database name at the end of DIAG_SQL_URL",
+    ConnectProblem.UNREACHABLE: "check the host and port in DIAG_SQL_URL and that the server is running",
+}
+
+
+def _first(folder: Path, pattern: str) -> tuple[bool, int]:
+    """(folder exists, number of matching files, counting at most 10 000)."""
+    if not folder.is_dir():
+        return False, 0
+    count = 0
+    for _ in folder.rglob(pattern):
+        count += 1
+        if count >= 10_000:
+            break
+    return True, count
+
+
+async def check_folder(name: str, setting: str, folder: Path, pattern: str) -> CheckResult:
+    """The folder exists and holds files matching `pattern` (a WARN naming the setting otherwise)."""
+    exists, count = await asyncio.to_thread(_first, Path(folder), pattern)
+    if not exists:
+        return CheckResult(name=name, level=Level.WARN, detail=f"{setting} {folder} is not a folder",
+                           fix=f"set {setting} to the folder holding the {pattern} files")
+    if count == 0:
+        return CheckResult(name=name, level=Level.WARN, detail=f"{setting} {folder} has no {pattern} files",
+                           fix=f"put {pattern} files under {folder} or point {setting} elsewhere")
+    return CheckResult(name=name, level=Level.OK, detail=f"{setting} {folder}: {count} {pattern} files")
+
+
+async def check_log_service(settings: Settings) -> CheckResult:
+    """Loki or Elasticsearch answers one small query through the real tool (auth, tenant and index included)."""
+    setting = "DIAG_LOKI_URL" if settings.diag_loki_url else "DIAG_ES_URL"
+    shown = display_url(settings.diag_loki_url or settings.diag_es_url or "")
+    tool = logs_tool(settings, clock_from(settings))
+    end = clock_from(settings)()
+    try:
+        await tool.run(LogsArgs(service="diagbot-check", query="diagbot-check", start=end - timedelta(minutes=1),
+                                end=end, limit=1))
+    except ToolFailure as exc:
+        return CheckResult(name="tool.query_logs", level=Level.WARN, detail=f"{setting} {shown}: {exc.message}",
+                           fix=f"check {setting} (and its credentials) and that the service is reachable from here")
+    finally:
+        close = getattr(tool, "aclose", None)
+        if close is not None:
+            await close()
+    return CheckResult(name="tool.query_logs", level=Level.OK, detail=f"{setting} {shown} answers a query")
+
+
+async def check_logs(settings: Settings) -> CheckResult:
+    """query_logs' backend: the service when configured, else the JSONL folder."""
+    if settings.diag_loki_url and settings.diag_es_url:
+        return CheckResult(name="tool.query_logs", level=Level.SKIP, detail="two log backends set (see above)")
+    if settings.diag_loki_url or settings.diag_es_url:
+        return await check_log_service(settings)
+    return await check_folder("tool.query_logs", "DIAG_LOGS_PATH", settings.diag_logs_path, "*.jsonl")
+
+
+async def check_knowledge(settings: Settings) -> CheckResult:
+    """lookup_knowledge's folder holds *.md runbooks."""
+    return await check_folder("tool.lookup_knowledge", "DIAG_KNOWLEDGE_PATH", settings.diag_knowledge_path, "*.md")
+
+
+def _sqlite_check(url: URL) -> CheckResult:
+    database = url.database or ""
+    if database in ("", ":memory:"):
+        return CheckResult(name="tool.query_mysql", level=Level.WARN, detail="DIAG_SQL_URL is an empty in-memory SQLite",
+                           fix="point DIAG_SQL_URL at the database query_mysql should read")
+    path = Path(database).expanduser()
+    if not path.is_file():
+        return CheckResult(name="tool.query_mysql", level=Level.WARN, detail=f"DIAG_SQL_URL: SQLite file {path} is missing",
+                           fix="point DIAG_SQL_URL at an existing SQLite file")
+    return CheckResult(name="tool.query_mysql", level=Level.OK, detail=f"DIAG_SQL_URL: SQLite file {path}")
+
+
+async def check_sql(settings: Settings) -> CheckResult:
+    """DIAG_SQL_URL connects, or says why not: authentication failed, unknown database, or unreachable (and how)."""
+    try:
+        backend, url = classify_url(settings.diag_sql_url)
+    except ToolFailure as exc:
+        return CheckResult(name="tool.query_mysql", level=Level.WARN, detail=exc.message, fix="fix DIAG_SQL_URL")
+    if backend == "sqlite":
+        return await asyncio.to_thread(_sqlite_check, url)
+    shown = url.render_as_string(hide_password=True)
+    engine = create_async_engine(url, poolclass=NullPool)
+    try:
+        async with engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+            # Privileges of this role (read-only, no admin): the SQL-privileges work adds its check here.
+    except Exception as exc:
+        problem = connect_problem(exc)
+        if problem is None:
+            return CheckResult(name="tool.query_mysql", level=Level.WARN,
+                               detail=f"DIAG_SQL_URL {shown}: {type(getattr(exc, 'orig', None) or exc).__name__}",
+                               fix="check DIAG_SQL_URL and the database server")
+        kind, reason = problem
+        return CheckResult(name="tool.query_mysql", level=Level.WARN,
+                           detail=f"DIAG_SQL_URL {shown}: {kind.value} ({reason})", fix=_FIX_SQL[kind])
+    finally:
+        await engine.dispose()
+    return CheckResult(name="tool.query_mysql", level=Level.OK, detail=f"DIAG_SQL_URL {shown} connects")

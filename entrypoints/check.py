@@ -1,0 +1,56 @@
+"""`diagbot check` and the start-up refusal of `diagbot serve`: every check at once, one line each."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from core.health.catalog import config_checks
+from core.health.result import CheckResult, Level, fatal, run_checks
+from core.settings import Settings
+
+log = logging.getLogger("diagbot.check")
+
+Print = Callable[[str], None]
+
+
+async def run_all(settings: Settings, *, serving: bool) -> list[CheckResult]:
+    """The Slack checks and the core's, run concurrently (a few seconds at most)."""
+    from bot.slack_checks import slack_checks  # the Slack SDK is only needed here and by serve
+
+    return await run_checks([*slack_checks(settings, serving=serving), *config_checks(settings, serving=serving)])
+
+
+def summary(results: Sequence[CheckResult]) -> str:
+    """'N fatal, M warnings' over the results."""
+    warnings = sum(r.level is Level.WARN for r in results)
+    return f"{len(fatal(results))} fatal, {warnings} warning{'s' if warnings != 1 else ''}"
+
+
+async def check_command(settings: Settings, out: Print = print) -> int:
+    """`diagbot check`: print every line; exit 1 when any check is FATAL, else 0 (warnings and skips do not fail).
+
+    Slack and the model unset entirely are SKIP here (the demo, tool and trace commands need neither);
+    `diagbot serve` treats them as FATAL."""
+    results = await run_all(settings, serving=False)
+    for result in results:
+        out(result.line())
+    out(f"diagbot check: {summary(results)}")
+    return 1 if fatal(results) else 0
+
+
+async def preflight(settings: Settings, err: Print) -> list[CheckResult] | None:
+    """The checks `diagbot serve` runs first: None (after listing every problem on `err`) when it must not start;
+    otherwise the warnings, each logged once."""
+    results = await run_all(settings, serving=True)
+    problems = fatal(results)
+    if problems:
+        err(f"diagbot serve: refusing to start, {summary(results)}:")
+        for result in results:
+            if result.level in (Level.FATAL, Level.WARN):
+                err("  " + result.line())
+        return None
+    warnings = [r for r in results if r.level is Level.WARN]
+    for warning in warnings:
+        log.warning("%s", warning.line())
+    return warnings
