@@ -23,6 +23,7 @@ from bot.events import register_events
 from bot.metering import CountingRetryHandler, MeteredWebClient
 from bot.progress import MIN_INTERVAL_S
 from bot.turns import TurnRunner
+from bot.unhandled import register_unhandled
 from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, KeyValueStore
 from core.settings import Settings
@@ -94,6 +95,7 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
     register_events(app, deps)
     register_commands(app, deps)
     register_actions(app, deps)
+    register_unhandled(app)  # last: only what no listener above handles
     return SlackBot(app=app, deps=deps, session=session)
 
 

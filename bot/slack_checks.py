@@ -55,7 +55,9 @@ def check_token_types(settings: Settings, *, serving: bool) -> CheckResult:
 
 def _client(settings: Settings, token: str | None) -> AsyncWebClient:
     base_url = settings.slack_api_url or SLACK_API_DEFAULT
-    return AsyncWebClient(token=token, base_url=base_url if base_url.endswith("/") else base_url + "/", timeout=3)
+    # No retries: a check reports what it saw at once (the server's own client retries).
+    return AsyncWebClient(token=token, base_url=base_url if base_url.endswith("/") else base_url + "/", timeout=3,
+                          retry_handlers=[])
 
 
 def _scopes_result(team: str, granted_header: str | None) -> CheckResult:

@@ -79,7 +79,8 @@ async def test_a_missing_essential_scope_is_fatal_and_another_a_warning(fake_sla
     fake_slack.oauth_scopes = ",".join(sorted(BOT_SCOPES - {"chat:write"}))
     result = await check_bot_auth(settings)
     assert result.level is Level.FATAL
-    assert "chat:write" in result.detail and "reinstall" in result.fix
+    assert "chat:write" in result.detail
+    assert "reinstall" in result.fix
     fake_slack.oauth_scopes = ",".join(sorted(BOT_SCOPES - {"channels:read"}))
     result = await check_bot_auth(settings)
     assert result.level is Level.WARN

@@ -1,0 +1,178 @@
+"""Request hygiene for POST /slack/events, before Bolt sees a byte: the signature is verified on the raw body
+(401 when it does not match), then the body must be UTF-8, bounded, shallow JSON (or a form whose `payload` is)
+with the shapes the framework reads (400 and one log line otherwise). Unknown request types get 200 (Slack
+would retry a 404), and no request ends in a traceback."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+log = logging.getLogger(__name__)
+
+REPLAY_WINDOW_S = 300
+MAX_JSON_DEPTH = 48
+"""Slack payloads (Block Kit included) nest far less; deeper JSON is refused before any recursive parser sees it."""
+_ID_FIELDS = ("enterprise", "team", "user", "channel")  # a string id or an object with one
+# Matched against patterns or read as text by the framework and the listeners.
+_TEXT_FIELDS = ("type", "subtype", "action_id", "block_id", "callback_id", "command", "text", "ts", "thread_ts",
+                "event_ts", "channel_type", "user_team", "team_id", "user_id", "channel_id", "enterprise_id",
+                "api_app_id", "trigger_id", "response_url", "value", "bot_id")
+_OBJECT_FIELDS = ("event", "message", "previous_message", "item", "assistant_thread", "view", "container",
+                  "function_data", "state")
+_LIST_OF_OBJECTS = ("authorizations", "actions", "response_urls")
+_NESTED = ("event", "message", "previous_message", "item", "assistant_thread")
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def depth_exceeds(value: Any, limit: int) -> bool:
+    """True when containers nest deeper than `limit` (iterative: no recursion on hostile input)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        if depth > limit:
+            return True
+        children = current.values() if isinstance(current, dict) else current
+        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
+    return False
+
+
+def shape_problem(payload: Any, level: int = 0) -> str | None:
+    """The first field the framework would trip over (an id that is neither text nor an object, a list of objects
+    that is not one), or None. Checks the payload and the objects nested in it that carry ids."""
+    if not isinstance(payload, dict):
+        return "the payload is not a JSON object"
+    for key in _TEXT_FIELDS:
+        if payload.get(key) is not None and not isinstance(payload[key], str):
+            return f"{key} is not text"
+    if payload.get("response_url") is not None and not _is_url(payload["response_url"]):
+        return "response_url is not an http(s) URL"
+    for key in _ID_FIELDS:
+        value = payload.get(key)
+        if value is not None and not isinstance(value, str | dict):
+            return f"{key} is neither an id nor an object"
+        if isinstance(value, dict) and not isinstance(value.get("id", ""), str):
+            return f"{key}.id is not text"
+    for key in _OBJECT_FIELDS:
+        if payload.get(key) is not None and not isinstance(payload[key], dict):
+            return f"{key} is not an object"
+    for key in _LIST_OF_OBJECTS:
+        value = payload.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
+            return f"{key} is not a list of objects"
+    nested = [payload[k] for k in _NESTED if isinstance(payload.get(k), dict)]
+    nested += (payload.get("authorizations") or []) + (payload.get("actions") or [])
+    if level < 3:
+        for inner in nested:
+            if (problem := shape_problem(inner, level + 1)) is not None:
+                return problem
+    return None
+
+
+def _is_url(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(("https://", "http://"))
+
+
+def type_problem(payload: dict[str, Any]) -> str | None:
+    """What the payload's own type requires: an event callback carries an event object with a type; a block action
+    carries the actions (each with an action_id), the user who clicked and a response_url."""
+    kind = payload.get("type")
+    if kind == "event_callback":
+        event = payload.get("event")
+        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
+            return "event_callback without an event type"
+    if kind == "block_actions":
+        actions = payload.get("actions")
+        if not actions or not all(isinstance(a.get("action_id"), str) for a in actions):
+            return "block_actions without actions that each have an action_id"
+        user = payload.get("user")
+        if not isinstance(user, dict) or not isinstance(user.get("id"), str):
+            return "block_actions without the user who acted"
+        if not _is_url(payload.get("response_url")):
+            return "block_actions without a response_url"
+        if payload.get("team") is not None and not isinstance(payload.get("team"), dict):
+            return "block_actions with a team that is not an object"
+    return None
+
+
+def json_problem(text: str) -> str | None:
+    """Why `text` is not an acceptable Slack JSON payload, or None."""
+    try:
+        payload = orjson.loads(text)  # C parser with its own depth cap: never a RecursionError
+    except orjson.JSONDecodeError:
+        return "invalid JSON (or nested too deep)"
+    if depth_exceeds(payload, MAX_JSON_DEPTH):
+        return f"JSON nested deeper than {MAX_JSON_DEPTH}"
+    return shape_problem(payload) or type_problem(payload)
+
+
+def body_problem(body: bytes, content_type: str) -> str | None:
+    """Why a signed body cannot be handed to the app, or None when it can."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "the body is not UTF-8"
+    if content_type == "application/json":
+        return json_problem(text)
+    if content_type == "application/x-www-form-urlencoded":
+        try:
+            form = parse_qs(text, keep_blank_values=True, strict_parsing=bool(text), errors="strict")
+        except (ValueError, UnicodeDecodeError):
+            return "invalid form encoding"
+        if "payload" in form:  # interactivity: the payload field is JSON
+            return json_problem(form["payload"][0])
+        return None
+    return f"unsupported content type {content_type or '(none)'}"
+
+
+def signature_valid(secret: str, timestamp: str | None, signature: str | None, body: bytes, now: float) -> bool:
+    """Slack's v0 signature over the raw bytes (slack_sdk's verifier decodes the body as UTF-8 first, which a
+    hostile non-UTF-8 body turns into an exception), with its 5-minute replay window."""
+    if not secret or not timestamp or not signature or not timestamp.isdigit():
+        return False
+    if abs(now - int(timestamp)) > REPLAY_WINDOW_S:
+        return False
+    expected = "v0=" + hmac.new(secret.encode(), b"v0:" + timestamp.encode() + b":" + body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, signature)
+
+
+def request_guard(signing_secret: str, path: str) -> Middleware:
+    """aiohttp middleware guarding POST `path` (other routes pass through untouched)."""
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method != "POST" or request.path != path:
+            return await handler(request)
+        body = await request.read()  # bounded by the application's client_max_size (413 beyond it)
+        headers = request.headers
+        if not signature_valid(signing_secret, headers.get("X-Slack-Request-Timestamp"),
+                               headers.get("X-Slack-Signature"), body, time.time()):
+            log.info("refused an unsigned or wrongly signed request (%d bytes)", len(body))
+            return web.json_response({"error": "invalid signature"}, status=401)
+        if (problem := body_problem(body, request.content_type)) is not None:
+            log.warning("refused a malformed signed request: %s (%d bytes)", problem, len(body))
+            return web.json_response({"error": "malformed request"}, status=400)
+        try:
+            response = await handler(request)
+        except web.HTTPException:
+            raise
+        except Exception as exc:  # one line, never a traceback in the log or the answer
+            log.error("request failed: %s", type(exc).__name__)
+            log.debug("request failure", exc_info=True)
+            return web.json_response({"error": "internal error"}, status=500)
+        if response.status == 404:  # a signed request no listener handles: acknowledge it, or Slack retries
+            log.debug("ignored an unhandled Slack request")
+            return web.Response(status=200)
+        return response
+
+    return guard
