@@ -21,7 +21,7 @@ from tests.bot.slack_requests import SECRET, envelope, mention
 JSON = "application/json"
 FORM = "application/x-www-form-urlencoded"
 DEEP = "[" * 50_000 + "]" * 50_000
-BLOCK_ACTIONS = {"type": "block_actions", "team": {"id": "T1"}, "user": {"id": "U1", "team_id": "T1"},
+BLOCK_ACTIONS: dict[str, Any] = {"type": "block_actions", "team": {"id": "T1"}, "user": {"id": "U1", "team_id": "T1"},
                  "api_app_id": "A1", "channel": {"id": "C1"}, "response_url": "http://127.0.0.1:9/r", "trigger_id": "1",
                  "container": {"type": "message", "message_ts": "1.0", "channel_id": "C1"},
                  "actions": [{"action_id": "view_trace", "block_id": "diag_footer", "value": "run_x", "type": "button",
@@ -80,7 +80,7 @@ async def test_unknown_event_types_are_acknowledged_and_ignored(harness: Harness
     assert status == 200
     status, _ = await harness.send.post(json.dumps({"type": "some_future_type", "token": "x"}), JSON)
     assert status == 200
-    other_action = {**BLOCK_ACTIONS, "actions": [{**BLOCK_ACTIONS["actions"][0], "action_id": "unknown_button"}]}  # type: ignore[dict-item]
+    other_action = {**BLOCK_ACTIONS, "actions": [{**BLOCK_ACTIONS["actions"][0], "action_id": "unknown_button"}]}
     status, _ = await harness.send.post(urlencode({"payload": json.dumps(other_action)}), FORM)
     assert status == 200
     await harness.settle()
@@ -89,7 +89,8 @@ async def test_unknown_event_types_are_acknowledged_and_ignored(harness: Harness
 
 def _mutations(value: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[tuple[Any, ...], Any]]:
     """Every path of a payload, each paired with every hostile replacement value."""
-    for bad in (None, 5, "x", [], {"id": True}):
+    hostile: tuple[Any, ...] = (None, 5, "x", [], {"id": True})
+    for bad in hostile:
         if path:
             yield path, bad
     children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
