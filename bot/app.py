@@ -21,6 +21,7 @@ from bot.delivery import DeliveryPolicy
 from bot.deps import BotDeps
 from bot.events import register_events
 from bot.metering import CountingRetryHandler, MeteredWebClient
+from bot.outgoing import OutgoingRedaction, RedactingWebClient, install_respond_redaction
 from bot.progress import MIN_INTERVAL_S
 from bot.turns import TurnRunner
 from bot.unhandled import register_unhandled
@@ -46,7 +47,7 @@ def build_client(settings: Settings, session: aiohttp.ClientSession | None = Non
     if not base_url.endswith("/"):
         base_url += "/"
     token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
-    return MeteredWebClient(
+    return RedactingWebClient.wrap(MeteredWebClient(
         token=token,
         base_url=base_url,
         session=session,
@@ -56,7 +57,7 @@ def build_client(settings: Settings, session: aiohttp.ClientSession | None = Non
             CountingRetryHandler(AsyncServerErrorRetryHandler(max_retry_count=2), "server_error", metrics),
             CountingRetryHandler(AsyncConnectionErrorRetryHandler(max_retry_count=2), "connection_error", metrics),
         ],
-    )
+    ), OutgoingRedaction())
 
 
 @dataclass
@@ -81,9 +82,12 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
     session = None
     if client is None and pooled:
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=MAX_SLACK_CONNECTIONS))
-    client = client or build_client(settings, session, metrics)
+    # Every message leaves through this client or respond(): both redact secrets (bot/outgoing.py).
+    outgoing = OutgoingRedaction()
+    client = RedactingWebClient.wrap(client or build_client(settings, session, metrics), outgoing)
     signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     app = AsyncApp(client=client, signing_secret=signing_secret, name="diagbot")
+    install_respond_redaction(app, outgoing)
     deps = BotDeps(
         chat=chat,
         client=client,

@@ -23,6 +23,7 @@ from core.contracts.evidence import ToolName
 from core.contracts.run import Budgets
 from core.errors import StoreUnavailable
 from core.evidence.boundary import ToolBoundary
+from core.evidence.redaction import Redactor
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.llm.model import ModelReply, ModelUnavailable
@@ -205,8 +206,9 @@ async def build_services(
             # Tools built here are closed here (Loki's HTTP session, the SQL engine); injected tools stay the caller's.
             closers.extend(close for tool in tools.values() if callable(close := getattr(tool, "aclose", None)))
         metrics = metrics or Metrics()
+        redactor = Redactor()  # one rule set and memo for every projection and stored question
         boundary = ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes,
-                                metrics=metrics)
+                                metrics=metrics, redactor=redactor)
         guard = EvidenceGuard(canonical, rules)
 
         def metered(stage: str) -> ChatModel:
@@ -242,6 +244,7 @@ async def build_services(
             budgets=budgets,
             gate=SessionGate(kv, run_deadline_s=budgets.deadline_s, shared=shared_kv),
             metrics=metrics,
+            redactor=redactor,
         )
         return Services(
             settings=settings, chat_service=chat_service, boundary=boundary, canonical=canonical, kv=kv, runs=runs,

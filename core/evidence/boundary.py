@@ -29,6 +29,7 @@ from core.contracts.progress import SUBJECT_MAX, ProgressStage, ProgressUpdate, 
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.evidence.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
+from core.evidence.redaction import Redactor
 from core.evidence.subjects import cut_words, subject_of
 from core.observability.metrics import Metrics
 from core.ports import AuditStore, CanonicalStore, Tool
@@ -83,9 +84,11 @@ class ToolBoundary:
         projection_max_bytes: int = 8192,
         *,
         metrics: Metrics | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         if projection_max_bytes < MIN_PROJECTION_BYTES:
             raise ValueError(f"projection_max_bytes must be at least {MIN_PROJECTION_BYTES}")
+        self._redactor = redactor or Redactor()
         self._tools = dict(tools)
         self._canonical = canonical
         self._audit = audit
@@ -323,7 +326,8 @@ class ToolBoundary:
                 "error": (error or ToolError(code="UNKNOWN_TOOL", message="Unknown tool.")).model_dump(),
             }
             return unknown, projection_size(unknown)
-        return project_sized(call.call_id, call.tool_name, raw, error, max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES))
+        return project_sized(call.call_id, call.tool_name, raw, error, max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES),
+                             redactor=self._redactor)
 
     async def _audit_call(
         self, call: _Call, projection: dict[str, Any], size: int, raw: RawResult | None, code: str | None, duration_ms: float

@@ -1,4 +1,8 @@
-"""Bounded projection: the only view of a tool call the agent gets. Redacted, capped per item and in total bytes."""
+"""Bounded projection: the only view of a tool call the agent gets. Redacted, instruction-like spans marked, capped
+per item and in total bytes.
+
+Every text value is redacted (log messages and fields, knowledge text, every SQL value whatever its column is called)
+and then has instruction-like spans marked (core/evidence/instructions.py) before it is capped."""
 
 from __future__ import annotations
 
@@ -22,7 +26,8 @@ from core.contracts.evidence import (
     ToolError,
     ToolName,
 )
-from core.evidence.redaction import REDACTED, is_secret_key, redact
+from core.evidence.instructions import mark_instructions
+from core.evidence.redaction import REDACTED, Redactor, is_secret_key, redact
 
 TRUNCATION_MARKER = "…[truncated]"
 MIN_PROJECTION_BYTES = 2048
@@ -44,13 +49,20 @@ def projection_size(projection: dict[str, Any]) -> int:
     return len(json.dumps(projection, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode())
 
 
-def clean_text(value: Any, limit: int, redactor: Callable[[str], str] = redact) -> tuple[str, bool]:
-    """Redact then cap a text to `limit` characters (marker included); returns (text, was_cut).
+def safe_text(text: str, redactor: Callable[[str], str] = redact) -> str:
+    """Tool text as the agent may see it: secrets redacted, then instruction-like spans marked."""
+    return mark_instructions(redactor(text))
 
-    Only a window of the input is redacted, so a 10 MB string costs about as much as a short one; the window
+
+def clean_text(value: Any, limit: int, redactor: Callable[[str], str] | None = None) -> tuple[str, bool]:
+    """Clean (safe_text: redact, mark instructions) then cap a text to `limit` characters (marker included); returns
+    (text, was_cut).
+
+    Only a window of the input is cleaned, so a 10 MB string costs about as much as a short one; the window
     grows when redaction shrank it so much that text near the window's end would become visible.
-    `redactor` must return what redact() returns (e.g. a memo of it).
+    `redactor` must return what safe_text() returns (e.g. a memo of it).
     """
+    redactor = redactor or safe_text
     text = value if isinstance(value, str) else str(value)
     window = limit * 4 + 256
     while True:
@@ -73,17 +85,18 @@ class _Limits:
 
 @dataclass
 class _Cut:
-    """Collects whether anything was shortened or dropped while building items; redacts through a memo."""
+    """Collects whether anything was shortened or dropped while building items; cleans texts through a memo."""
 
+    redactor: Callable[[str], str] = redact
     happened: bool = False
     memo: dict[str, str] = field(default_factory=dict)
-    """text -> redact(text) within one projection: field values, services, levels and messages repeat across
-    items, and redact is a pure function of the text, so each distinct text is scanned once."""
+    """text -> safe_text(text) within one projection: field values, services, levels and messages repeat across
+    items, and safe_text is a pure function of the text, so each distinct text is scanned once."""
 
     def redact(self, text: str) -> str:
         out = self.memo.get(text)
         if out is None:
-            out = self.memo[text] = redact(text)
+            out = self.memo[text] = safe_text(text, self.redactor)
         return out
 
     def text(self, value: Any, limit: int) -> str:
@@ -227,9 +240,10 @@ def project(
     max_bytes: int = 8192,
     max_items: int = 50,
     max_item_chars: int = 500,
+    redactor: Redactor | None = None,
 ) -> dict[str, Any]:
     """Build the bounded, redacted projection JSON of one call; its compact JSON never exceeds max_bytes."""
-    return project_sized(tool_call_id, tool_name, raw, error, max_bytes, max_items, max_item_chars)[0]
+    return project_sized(tool_call_id, tool_name, raw, error, max_bytes, max_items, max_item_chars, redactor)[0]
 
 
 def project_sized(
@@ -240,8 +254,11 @@ def project_sized(
     max_bytes: int = 8192,
     max_items: int = 50,
     max_item_chars: int = 500,
+    redactor: Redactor | None = None,
 ) -> tuple[dict[str, Any], int]:
-    """project() and the projection_size() of its result (measured once, as the bound check already does)."""
+    """project() and the projection_size() of its result (measured once, as the bound check already does).
+
+    `redactor` (one per boundary) remembers the texts it redacted across calls; without one, nothing is remembered."""
     if max_bytes < MIN_PROJECTION_BYTES:
         raise ValueError(f"max_bytes must be at least {MIN_PROJECTION_BYTES}, got {max_bytes}")
     tool_name = ToolName(tool_name)
@@ -261,8 +278,8 @@ def project_sized(
     limits, limit = _Limits(max_item_chars, _MAX_COLUMNS), max(1, max_items)
     memo: dict[str, str] = {}
     for _ in range(_SHRINK_LEVELS):
-        cut = _Cut(happened=raw_len > limit or (tool_name == ToolName.QUERY_MYSQL and len(raw.columns) > limits.columns),
-                   memo=memo)
+        cut = _Cut(redactor=redactor or redact, memo=memo,
+                   happened=raw_len > limit or (tool_name == ToolName.QUERY_MYSQL and len(raw.columns) > limits.columns))
         items = _items(tool_name, raw, limit, limits, cut)
         envelope = _envelope(tool_name, raw, limits, truncated=False, **common)
         base = projection_size(envelope.model_dump(mode="json"))

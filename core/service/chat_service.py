@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from core.contracts.progress import ProgressStage, ProgressUpdate
 from core.contracts.release import FailureCause, Outcome, PublishedReport, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, TimelineEvent, Turn
+from core.evidence.redaction import Redactor
 from core.observability.log_context import log_fields
 from core.observability.metrics import Metrics
 from core.ports import (
@@ -98,7 +99,9 @@ class ChatService:
         budgets: Budgets | None = None,
         gate: SessionGate | None = None,
         metrics: Metrics | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
+        self._redactor = redactor or Redactor()
         self._router = router
         self._agent = agent
         self._release = release
@@ -172,7 +175,7 @@ class ChatService:
             team=turn.session.team,
             channel=turn.session.channel,
             user=turn.user,
-            query=turn.text,
+            query=self._redactor.redact(turn.text),  # a secret pasted into a question is never stored
             prompt_hashes=dict(self._versions.prompt_hashes),
             rule_set_version=self._versions.rule_set_version,
             models=dict(self._versions.models),
@@ -189,7 +192,7 @@ class ChatService:
         record.status = status
         record.finished_at = datetime.now(UTC)
         if record.intent is Intent.DIAGNOSIS and outcome.outcome is Outcome.SUCCESS and outcome.report:
-            record.published_report = outcome.report.model_dump(mode="json")
+            record.published_report = self._redactor.redact_value(outcome.report.model_dump(mode="json"))
         await self._finish(ctx, record, outcome)
         return outcome
 

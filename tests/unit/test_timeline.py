@@ -67,9 +67,9 @@ def test_summary_strings_are_capped_and_redacted() -> None:
     """Long strings are cut to the cap and secrets in them are redacted."""
     summary = sanitize_summary({"reason": "x" * 5000, "note": "password=hunter2", "list": ["token=abc"] * 100})
     assert len(summary["reason"]) == MAX_STRING_CHARS
-    assert summary["note"] == "password=[REDACTED]"
+    assert summary["note"] == "password=[redacted]"
     assert len(summary["list"]) == 20
-    assert summary["list"][0] == "token=[REDACTED]"
+    assert summary["list"][0] == "token=[redacted]"
 
 
 class BrokenStore:
