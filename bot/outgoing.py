@@ -54,8 +54,8 @@ class RedactingWebClient(AsyncWebClient):
         if isinstance(client, RedactingWebClient):
             return client
         kind = type(client)
-        redacting = type(f"Redacting{kind.__name__}", (cls, kind), {})
-        wrapped: RedactingWebClient = redacting.__new__(redacting)
+        redacting: type[RedactingWebClient] = type(f"Redacting{kind.__name__}", (cls, kind), {})
+        wrapped = object.__new__(redacting)
         wrapped.__dict__.update(client.__dict__)
         wrapped.outgoing = outgoing
         return wrapped
