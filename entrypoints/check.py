@@ -27,16 +27,31 @@ def summary(results: Sequence[CheckResult]) -> str:
     return f"{len(fatal(results))} fatal, {warnings} warning{'s' if warnings != 1 else ''}"
 
 
-async def check_command(settings: Settings, out: Print = print) -> int:
+async def check_command(settings: Settings, out: Print = print, *, probe_model: bool = False) -> int:
     """`diagbot check`: print every line; exit 1 when any check is FATAL, else 0 (warnings and skips do not fail).
 
     Slack and the model unset entirely are SKIP here (the demo, tool and trace commands need neither);
-    `diagbot serve` treats them as FATAL."""
+    `diagbot serve` treats them as FATAL. With probe_model (`--model`) the endpoint's capabilities are probed too,
+    and no model configured is FATAL."""
     results = await run_all(settings, serving=False)
+    if probe_model:
+        results += await model_probe(settings)
     for result in results:
         out(result.line())
     out(f"diagbot check: {summary(results)}")
     return 1 if fatal(results) else 0
+
+
+async def model_probe(settings: Settings) -> list[CheckResult]:
+    """The tool-calling probe of the configured endpoint and DIAG_MODEL (core/llm/probe.py)."""
+    if not settings.diag_model or not (settings.openai_base_url or settings.openai_api_key):
+        return [CheckResult(name="model.probe", level=Level.FATAL, detail="no model configured to probe",
+                            fix="set OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI) and DIAG_MODEL")]
+    from core.llm.probe import probe_model  # the openai SDK takes a while to import; only --model needs it here
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return await probe_model(settings.openai_base_url, key, settings.diag_model,
+                             timeout_s=min(settings.diag_model_timeout_s, 60.0))
 
 
 async def preflight(settings: Settings, err: Print) -> list[CheckResult] | None:

@@ -33,7 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO (default: WARNING)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     commands.add_parser("serve", help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, else HTTP on $PORT)")
-    commands.add_parser("check", help="validate every setting and probe every dependency, one line each")
+    check = commands.add_parser("check", help="validate every setting and probe every dependency, one line each")
+    check.add_argument("--model", action="store_true",
+                       help="also probe what the model endpoint supports (tools, tool results, content:null, JSON)")
     ask = commands.add_parser("ask", help="one turn through the pipeline, printed as text")
     ask.add_argument("question")
     ask.add_argument("--thread", default=None, help="session id: turns with the same id are follow-ups")
@@ -177,7 +179,7 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
     if args.command == "check":
         from entrypoints.check import check_command
 
-        return await check_command(settings)
+        return await check_command(settings, probe_model=args.model)
     try:
         name = ToolName(args.name)
     except ValueError:

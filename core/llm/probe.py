@@ -16,8 +16,8 @@ from typing import Any
 
 import openai
 from openai import AsyncOpenAI
-from pydantic import BaseModel
 
+from core.health.result import CheckResult, Level
 from core.llm.wire import parse_json_object
 
 ECHO_TOOL = {
@@ -31,18 +31,9 @@ ECHO_TOOL = {
 }
 
 
-class ProbeResult(BaseModel):
-    """One capability: whether it works, what was seen, and the fix when it does not."""
-
-    capability: str
-    ok: bool
-    detail: str
-    fix: str | None = None
-
-    def line(self) -> str:
-        """One terminal line."""
-        mark = "ok     " if self.ok else "problem"
-        return f"{mark} model: {self.capability} — {self.detail}" + ("" if self.ok or not self.fix else f"; fix: {self.fix}")
+def capability(name: str, *, ok: bool, detail: str, fix: str = "") -> CheckResult:
+    """One capability as a `diagbot check` line (`model.<name>`): ok, or a warning with the fix."""
+    return CheckResult(name=f"model.{name}", level=Level.OK if ok else Level.WARN, detail=detail, fix=fix)
 
 
 Completion = Callable[..., Awaitable[Any]]
@@ -57,66 +48,54 @@ class ModelProbe:
         self.timeout_s = timeout_s
         self.token = f"PROBE-{secrets.token_hex(3).upper()}"
 
-    async def run(self) -> list[ProbeResult]:
+    async def run(self) -> list[CheckResult]:
         """Every probe; one that raises is reported as a problem, never a traceback."""
-        probes = [self.models_list, self.plain_json, self.tool_calls, self.tool_results_seen, self.null_content,
-                  self.prompt_not_escaped]
+        probes = [self.plain_json, self.tool_calls, self.tool_results, self.null_content,
+                  self.prompt_escaping]
         return list(await asyncio.gather(*(self._safely(p) for p in probes)))
 
-    async def _safely(self, probe: Callable[[], Awaitable[ProbeResult]]) -> ProbeResult:
-        name = probe.__name__.replace("_", " ")
+    async def _safely(self, probe: Callable[[], Awaitable[CheckResult]]) -> CheckResult:
+        name = probe.__name__
         try:
             return await asyncio.wait_for(probe(), self.timeout_s + 5)
         except (TimeoutError, openai.APITimeoutError):
-            return ProbeResult(capability=name, ok=False, detail=f"no answer within {self.timeout_s:.0f} s",
+            return capability(name, ok=False, detail=f"no answer within {self.timeout_s:.0f} s",
                                fix="raise DIAG_MODEL_TIMEOUT_S for a slow (CPU-hosted) endpoint")
         except openai.APIStatusError as exc:
-            return ProbeResult(capability=name, ok=False, detail=f"HTTP {exc.status_code}", fix=_status_fix(exc.status_code))
+            return capability(name, ok=False, detail=f"HTTP {exc.status_code}", fix=_status_fix(exc.status_code))
         except openai.APIConnectionError:
-            return ProbeResult(capability=name, ok=False, detail="endpoint unreachable",
+            return capability(name, ok=False, detail="endpoint unreachable",
                                fix="check OPENAI_BASE_URL (scheme, host, port, /v1) and that the server runs")
 
     async def _chat(self, messages: list[dict[str, Any]], **extra: Any) -> Any:
         create: Any = self.client.chat.completions.create  # plain dict messages, as the endpoint receives them
         return await create(model=self.model, messages=messages, timeout=self.timeout_s, **extra)
 
-    async def models_list(self) -> ProbeResult:
-        """DIAG_MODEL is among the served models (where the server lists them)."""
-        try:
-            listed = [m.id async for m in self.client.models.list()]
-        except openai.NotFoundError:
-            return ProbeResult(capability="models list", ok=True, detail="the endpoint does not list models (not required)")
-        if self.model in listed:
-            return ProbeResult(capability="models list", ok=True, detail=f"{self.model!r} is served")
-        shown = ", ".join(listed[:5]) or "none"
-        return ProbeResult(capability="models list", ok=False, detail=f"{self.model!r} is not listed (served: {shown})",
-                           fix="set DIAG_MODEL (and DIAG_GUARD_MODEL) to a served model id")
-
-    async def plain_json(self) -> ProbeResult:
+    async def plain_json(self) -> CheckResult:
         """Router and reviewer answers: a plain JSON object in the content."""
         reply = await self._chat([{"role": "user", "content": 'Answer with exactly this JSON and nothing else: {"ok": true}'}])
         content = reply.choices[0].message.content
         if parse_json_object(content) == {"ok": True}:
-            return ProbeResult(capability="plain JSON answers", ok=True, detail="answers JSON when asked")
-        return ProbeResult(capability="plain JSON answers", ok=False, detail="did not answer the JSON object asked for",
+            return capability("plain_json", ok=True, detail="answers JSON when asked")
+        return capability("plain_json", ok=False, detail="did not answer the JSON object asked for",
                            fix="use a larger or instruction-tuned model; the router then defaults to DIAGNOSIS")
 
-    async def tool_calls(self) -> ProbeResult:
+    async def tool_calls(self) -> CheckResult:
         """The agent's steps: `tools` accepted and `tool_calls` returned (with or without tool_choice)."""
         ask = [{"role": "user", "content": f"Call the echo function with token {self.token}."}]
         reply = await self._chat(ask, tools=[ECHO_TOOL])
         if reply.choices[0].message.tool_calls:
-            return ProbeResult(capability="tool calls", ok=True, detail="returns tool_calls")
+            return capability("tool_calls", ok=True, detail="returns tool_calls")
         forced = await self._chat(ask, tools=[ECHO_TOOL], tool_choice="required")
         if forced.choices[0].message.tool_calls:
-            return ProbeResult(capability="tool calls", ok=False, detail="returns tool_calls only when tool_choice is sent",
+            return capability("tool_calls", ok=False, detail="returns tool_calls only when tool_choice is sent",
                                fix="set DIAG_MODEL_TOOL_CHOICE=required")
-        return ProbeResult(capability="tool calls", ok=False, detail="never returns tool_calls",
+        return capability("tool_calls", ok=False, detail="never returns tool_calls",
                            fix="enable function calling on the server (llama-cpp-python: --chat_format "
                                "chatml-function-calling; vLLM: --enable-auto-tool-choice --tool-call-parser …) "
                                "or use a tool-capable model")
 
-    async def tool_results_seen(self) -> ProbeResult:
+    async def tool_results(self) -> CheckResult:
         """The result of a tool call reaches the model in the next turn (role: tool rendered by the chat template)."""
         secret_word = f"ZEBRA-{secrets.token_hex(2).upper()}"
         messages: list[dict[str, Any]] = [
@@ -129,11 +108,11 @@ class ModelProbe:
         reply = await self._chat(messages, tools=[ECHO_TOOL])
         text = json.dumps(reply.choices[0].message.model_dump(mode="json"))
         if secret_word in text:
-            return ProbeResult(capability="tool results", ok=True, detail="sees the result of a tool call")
-        return ProbeResult(capability="tool results", ok=False, detail="did not see the tool result (role: tool dropped?)",
+            return capability("tool_results", ok=True, detail="sees the result of a tool call")
+        return capability("tool_results", ok=False, detail="did not see the tool result (role: tool dropped?)",
                            fix="use a chat template that renders role=tool messages (another --chat_format / model)")
 
-    async def null_content(self) -> ProbeResult:
+    async def null_content(self) -> CheckResult:
         """An assistant message with content: null and tool_calls is accepted."""
         messages: list[dict[str, Any]] = [
             {"role": "user", "content": "Call echo."},
@@ -144,19 +123,19 @@ class ModelProbe:
         try:
             await self._chat(messages, tools=[ECHO_TOOL])
         except openai.APIStatusError as exc:
-            return ProbeResult(capability="content: null", ok=False, detail=f"HTTP {exc.status_code} on content: null",
+            return capability("null_content", ok=False, detail=f"HTTP {exc.status_code} on content: null",
                                fix='none needed: the bot adapts and sends content: "" to this endpoint')
-        return ProbeResult(capability="content: null", ok=True, detail="accepted")
+        return capability("null_content", ok=True, detail="accepted")
 
-    async def prompt_not_escaped(self) -> ProbeResult:
+    async def prompt_escaping(self) -> CheckResult:
         """The prompt reaches the model as written (some templates HTML-escape it: `<` becomes `&lt;`)."""
         probe = "<b>&'\""
         reply = await self._chat([{"role": "user", "content": f"Repeat exactly, with no other text: {probe}"}])
         content = reply.choices[0].message.content or ""
         if "&lt;" in content or "&amp;" in content or "&#" in content:
-            return ProbeResult(capability="prompt escaping", ok=False, detail="the prompt arrives HTML-escaped",
+            return capability("prompt_escaping", ok=False, detail="the prompt arrives HTML-escaped",
                                fix="use a chat template without autoescape (llama-cpp-python: another --chat_format)")
-        return ProbeResult(capability="prompt escaping", ok=True, detail="not escaped")
+        return capability("prompt_escaping", ok=True, detail="not escaped")
 
 
 def _status_fix(status: int) -> str:
@@ -169,7 +148,7 @@ def _status_fix(status: int) -> str:
     return "see the model server's log"
 
 
-async def probe_model(base_url: str | None, api_key: str | None, model: str, *, timeout_s: float = 30.0) -> list[ProbeResult]:
+async def probe_model(base_url: str | None, api_key: str | None, model: str, *, timeout_s: float = 30.0) -> list[CheckResult]:
     """Probe one endpoint and model; the client is closed afterwards."""
     client = AsyncOpenAI(base_url=base_url, api_key=api_key or "unused", max_retries=0)
     try:

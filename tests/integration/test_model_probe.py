@@ -49,7 +49,7 @@ async def probe(defects: set[str], models: list[str] | None = None) -> dict[str,
     async with FakeOpenAIServer(models=models or ["m"]) as server:
         server.push(*[endpoint(defects)] * 12)
         results = await probe_model(server.base_url, "k", "m", timeout_s=5)
-    return {r.capability: (r.ok, r.line()) for r in results}
+    return {r.name.removeprefix("model."): (r.level.value == "ok", r.line()) for r in results}
 
 
 async def test_a_capable_endpoint_passes_every_probe() -> None:
@@ -59,12 +59,12 @@ async def test_a_capable_endpoint_passes_every_probe() -> None:
 
 
 @pytest.mark.parametrize(("defect", "capability", "fix"), [
-    ("needs_tool_choice", "tool calls", "DIAG_MODEL_TOOL_CHOICE=required"),
-    ("no_tools", "tool calls", "chat_format"),
-    ("drops_tool_results", "tool results", "role=tool"),
-    ("html_escapes", "prompt escaping", "autoescape"),
-    ("content_null_500", "content: null", 'content: ""'),
-    ("prose_only", "plain JSON answers", "DIAGNOSIS"),
+    ("needs_tool_choice", "tool_calls", "DIAG_MODEL_TOOL_CHOICE=required"),
+    ("no_tools", "tool_calls", "chat_format"),
+    ("drops_tool_results", "tool_results", "role=tool"),
+    ("html_escapes", "prompt_escaping", "autoescape"),
+    ("content_null_500", "null_content", 'content: ""'),
+    ("prose_only", "plain_json", "DIAGNOSIS"),
 ])
 async def test_each_endpoint_defect_is_reported_with_its_fix(defect: str, capability: str, fix: str) -> None:
     """Each simulated defect fails exactly its capability, and the line names the fix."""
@@ -72,22 +72,35 @@ async def test_each_endpoint_defect_is_reported_with_its_fix(defect: str, capabi
     ok, line = results[capability]
     assert not ok
     assert fix in line
-    others = {name: v for name, v in results.items() if name not in (capability, "tool results", "tool calls")}
+    others = {name: v for name, v in results.items() if name not in (capability, "tool_results", "tool_calls")}
     assert all(o for o, _ in others.values()), others
-
-
-async def test_a_model_the_server_does_not_serve_is_named() -> None:
-    """models.list without DIAG_MODEL's id: the line lists what is served and says to set DIAG_MODEL."""
-    results = await probe(set(), models=["qwen2.5-coder-1.5b"])
-    ok, line = results["models list"]
-    assert not ok
-    assert "qwen2.5-coder-1.5b" in line
-    assert "DIAG_MODEL" in line
 
 
 async def test_an_unreachable_endpoint_is_one_line_per_probe_not_a_traceback() -> None:
     """A closed port: every probe is a problem saying the endpoint is unreachable."""
     results = await probe_model("http://127.0.0.1:9/v1", "k", "m", timeout_s=2)
     assert results
-    assert all(not r.ok and "unreachable" in r.line() for r in results)
+    assert all(r.level.value == "warning" and "unreachable" in r.line() for r in results)
     json.dumps([r.model_dump() for r in results])
+
+
+async def test_diagbot_check_model_prints_one_line_per_capability(tmp_path: Any) -> None:
+    """`diagbot check --model` adds a model.* line per capability; no model configured is FATAL (exit 1)."""
+    from core.settings import Settings
+    from entrypoints.check import check_command
+
+    lines: list[str] = []
+    async with FakeOpenAIServer(models=["m"]) as server:
+        server.push(*[endpoint({"needs_tool_choice"})] * 20)
+        settings = Settings(openai_base_url=server.base_url, openai_api_key="k", diag_model="m",
+                            database_url=f"sqlite+aiosqlite:///{tmp_path}/d.db")
+        await check_command(settings, lines.append, probe_model=True)
+    probe_lines = [line for line in lines if " model." in line]
+    assert {line.split()[1].rstrip(":") for line in probe_lines} >= {
+        "model.plain_json", "model.tool_calls", "model.tool_results", "model.null_content", "model.prompt_escaping"}
+    assert any("DIAG_MODEL_TOOL_CHOICE=required" in line for line in probe_lines)
+    unconfigured: list[str] = []
+    code = await check_command(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/e.db"), unconfigured.append,
+                               probe_model=True)
+    assert code == 1
+    assert any("model.probe" in line and "DIAG_MODEL" in line for line in unconfigured)
