@@ -137,11 +137,14 @@ def _knowledge_fact(status: EvidenceStatus, projection: Mapping[str, Any], args:
     blocks = _items(projection, "evidence_blocks")
     if status is EvidenceStatus.NO_EVIDENCE or not blocks:
         return f'No runbook section matched "{query}".', []
-    first = blocks[0]
+    first = next((b for b in blocks if str(b.get("text") or "").strip()), blocks[0])
     more = f" (+{len(blocks) - 1} more section{'s' if len(blocks) > 2 else ''})" if len(blocks) > 1 else ""
     head = (f"Runbook {shorten(first.get('doc', '?'), 80)} § {shorten(first.get('heading', '?'), 80)} matched "
-            f'"{query}"{more}; it says (guidance, not an observation of this environment):')
-    return head, [shorten(first.get("text", ""), LINE_MAX)]
+            f'"{query}"{more}')
+    text = str(first.get("text") or "").strip()
+    if not text:  # a heading without body text: name the section, never quote an empty excerpt
+        return head + ".", []
+    return head + "; it says (guidance, not an observation of this environment):", [shorten(text, LINE_MAX)]
 
 
 def error_reason(record: CanonicalRecord, projection: Mapping[str, Any]) -> str:
@@ -193,4 +196,11 @@ def observed_facts(records: Sequence[CanonicalRecord], limit: int = 8, run_id: s
     words = question_words(question)
     ranked = [f for r in records if run_id is None or r.run_id == run_id if (f := _fact(r, words)) is not None]
     ranked.sort(key=lambda pair: pair[0])  # stable: call order within each priority
-    return [fact for _, fact in ranked[: max(0, limit)]]
+    unique: list[ObservedFact] = []
+    seen: set[tuple[str, tuple[str, ...]]] = set()
+    for _, fact in ranked:  # a call repeated with the same arguments and answer is one fact, listed once
+        key = (fact.text, tuple(fact.lines))
+        if key not in seen and len(unique) < max(0, limit):
+            seen.add(key)
+            unique.append(fact)
+    return unique

@@ -119,7 +119,8 @@ def test_logs_no_evidence_wording_is_exact() -> None:
 def test_facts_are_bounded_in_number_and_length() -> None:
     """At most `limit` facts, each at most 400 characters, FOUND kept first when cutting."""
     long_line = "x" * 5000
-    records = [logs_record(RUN, f"c{i}", [("2026-11-29T23:00:00Z", "ERROR", long_line)], query="q" * 500) for i in range(12)]
+    records = [logs_record(RUN, f"c{i}", [("2026-11-29T23:00:00Z", "ERROR", f"{i} {long_line}")], query="q" * 500)
+               for i in range(12)]
     records.insert(0, logs_record(RUN, "none", []))
     facts = observed_facts(records, limit=5)
     assert len(facts) == 5
@@ -215,3 +216,24 @@ def test_window_text_handles_odd_values() -> None:
     assert window_text("2026-11-29T23:30:00Z", "2026-11-30T00:30:00Z") == "between 2026-11-29 23:30 and 2026-11-30 00:30 UTC"
     assert window_text("yesterday", None) == "between yesterday and ?"
     assert window_text(None, None) == "in the default window"
+
+
+def test_a_call_repeated_with_the_same_answer_is_one_fact() -> None:
+    """A weak model repeating the same failing call three times gives one 'could not run' fact, not three."""
+    repeats = [error_record(RUN, f"r{i}", ToolName.QUERY_LOGS, "TIMEOUT", "slow", service="order-service",
+                            query="timeout") for i in range(3)]
+    facts = observed_facts([*repeats, run_records()[0]])
+    assert len([f for f in facts if "could not run" in f.text]) == 1
+    assert len(facts) == 2
+
+
+def test_a_runbook_section_without_text_is_named_not_quoted() -> None:
+    """A matched heading with an empty body never gives an empty quote; a later section with text is preferred."""
+    empty_only = knowledge_record(RUN, "k_empty", "pool", [("db/hikari.md", "Pool exhaustion", "  ")])
+    (fact,) = observed_facts([empty_only])
+    assert fact.lines == []
+    assert "it says" not in fact.text
+    with_text = knowledge_record(RUN, "k_two", "pool", [("db/a.md", "Empty", ""), ("db/b.md", "Steps", "Raise the pool size.")])
+    (fact,) = observed_facts([with_text])
+    assert fact.lines == ["Raise the pool size."]
+    assert "db/b.md" in fact.text
