@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 
 from core.bootstrap import build_services
-from core.contracts.release import FallbackType, Outcome
+from core.contracts.release import FallbackType, Outcome, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, SessionKey, Turn
 from core.release.release import POST_MARGIN_S
 from core.settings import DEMO_CLOCK, Settings
@@ -23,7 +23,7 @@ DRAFT = {"conclusion": None, "action_plan": [], "recommendations": [],
 HANG = {"delay_s": 120, "content": "never sent"}
 
 
-async def ask(server: FakeOpenAIServer, tmp_path: Path, deadline_s: float) -> tuple[object, float, list[EventType]]:
+async def ask(server: FakeOpenAIServer, tmp_path: Path, deadline_s: float) -> tuple[ReleaseOutcome, float, list[EventType]]:
     settings = Settings(openai_base_url=server.base_url, openai_api_key="k", diag_model="m", diag_clock=DEMO_CLOCK,
                         database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db")
     services = await build_services(settings, budgets=Budgets(deadline_s=deadline_s))
@@ -47,9 +47,10 @@ async def test_a_hanging_reviewer_gives_semantic_unavailable_before_the_deadline
                     recorded_reply({"tool_calls": [{"id": "s", "name": "submit_diagnosis_draft", "arguments": DRAFT}]}),
                     HANG, HANG, HANG)
         outcome, elapsed, events = await ask(server, tmp_path, deadline_s=8.0)
-    assert outcome.outcome is Outcome.SAFE_FALLBACK, outcome  # type: ignore[attr-defined]
-    assert outcome.fallback_type is FallbackType.SEMANTIC_UNAVAILABLE  # type: ignore[attr-defined]
-    assert outcome.fallback is not None and outcome.fallback.observed_facts  # type: ignore[attr-defined]
+    assert outcome.outcome is Outcome.SAFE_FALLBACK, outcome
+    assert outcome.fallback_type is FallbackType.SEMANTIC_UNAVAILABLE
+    assert outcome.fallback is not None
+    assert outcome.fallback.observed_facts
     assert elapsed < 8.0 - POST_MARGIN_S + 1.0
     assert EventType.SEMANTIC_GUARD in events
 
@@ -59,6 +60,6 @@ async def test_a_hanging_agent_ends_in_failure_at_the_deadline_with_the_call_on_
     async with FakeOpenAIServer() as server:
         server.push({"content": json.dumps({"intent": "DIAGNOSIS"})}, HANG)
         outcome, elapsed, events = await ask(server, tmp_path, deadline_s=3.0)
-    assert outcome.outcome is Outcome.FAILURE  # type: ignore[attr-defined]
+    assert outcome.outcome is Outcome.FAILURE
     assert 2.5 < elapsed < 5.0
     assert events.count(EventType.MODEL_CALL) == 2
