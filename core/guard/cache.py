@@ -1,9 +1,11 @@
-"""A small bounded LRU map for the guard's exact caches (values must be pure functions of their keys)."""
+"""The one bounded cache type of the guard: a small LRU map, owned by one EvidenceGuard (values must be pure
+functions of their keys, so a hit answers exactly like a fresh computation)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -15,6 +17,8 @@ class Lru(Generic[K, V]):
     only costs a miss, never a wrong value."""
 
     def __init__(self, size: int) -> None:
+        if size < 1:
+            raise ValueError("an Lru keeps at least one entry")
         self.size = size
         self._items: OrderedDict[K, V] = OrderedDict()
 
@@ -34,9 +38,10 @@ class Lru(Generic[K, V]):
                 self._items.popitem(last=False)
         return value
 
+    def get_or_make(self, key: K, make: Callable[[], V]) -> V:
+        """The kept value, or `make()` kept and returned."""
+        found = self.get(key)
+        return self.put(key, make()) if found is None else found
+
     def __len__(self) -> int:
         return len(self._items)
-
-    def clear(self) -> None:
-        """Forget everything."""
-        self._items.clear()

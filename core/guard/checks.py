@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
 
 from core.guard.citations import check_evidence_kind, check_invocation_ownership, check_projection_consistency
 from core.guard.grounding import check_numeric_grounding
@@ -11,7 +12,7 @@ from core.guard.structure import check_analysis_references, check_draft_structur
 
 Check = Callable[[GuardInput], Iterable[Finding]]
 
-CHECKS: dict[str, Check] = {
+CHECKS: Mapping[str, Check] = MappingProxyType({
     "draft_structure": check_draft_structure,
     "analysis_references": check_analysis_references,
     "limitations_scope": check_limitations_scope,
@@ -19,4 +20,4 @@ CHECKS: dict[str, Check] = {
     "evidence_kind": check_evidence_kind,
     "projection_consistency": check_projection_consistency,
     "numeric_grounding": check_numeric_grounding,
-}
+})

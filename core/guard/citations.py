@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from types import MappingProxyType
 
 from core.contracts.draft import AnalysisKind
 from core.contracts.evidence import EvidenceStatus
 from core.guard.inputs import Finding, GuardInput, referencable_problem, shown_id
 
-_KIND_NEEDS = {
+_KIND_NEEDS = MappingProxyType({
     AnalysisKind.NORMAL: EvidenceStatus.EVIDENCE_FOUND,
     AnalysisKind.NEGATIVE_OBSERVATION: EvidenceStatus.NO_EVIDENCE,
-}
+})
 
 
 def check_invocation_ownership(data: GuardInput) -> Iterator[Finding]:

@@ -5,19 +5,9 @@ from __future__ import annotations
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import GuardResult, Severity, VerifiedEvidenceSnapshot, Violation
 from core.guard.checks import CHECKS
-from core.guard.grounding import ITEMS, SOURCES
-from core.guard.inputs import PROJECTIONS, GuardInput, cited_ids
-from core.guard.numbers import EVIDENCE
+from core.guard.inputs import GuardCaches, GuardInput, cited_ids
 from core.guard.rules import RuleSet
 from core.ports import CanonicalStore
-
-
-def clear_caches() -> None:
-    """Forget every answer the guard keeps across checks (all exact, so this changes timings, never results)."""
-    PROJECTIONS.clear()
-    EVIDENCE.clear()
-    SOURCES.clear()
-    ITEMS.clear()
 
 
 class GuardUnavailable(Exception):
@@ -25,7 +15,10 @@ class GuardUnavailable(Exception):
 
 
 class EvidenceGuard:
-    """Runs the enabled rules of a RuleSet over a draft; no model, no rewriting."""
+    """Runs the enabled rules of a RuleSet over a draft; no model, no rewriting.
+
+    It keeps its own bounded, exact caches (GuardCaches) across checks: a re-check after repair is cheaper, never
+    different. Nothing is shared between guards; a new guard is a cold one."""
 
     def __init__(self, canonical: CanonicalStore, rules: RuleSet) -> None:
         unimplemented = sorted(set(rules.rules) - set(CHECKS))
@@ -33,6 +26,7 @@ class EvidenceGuard:
             raise ValueError(f"rules without a check: {unimplemented}")
         self._canonical = canonical
         self._rules = rules
+        self._caches = GuardCaches()
 
     @property
     def rule_set_version(self) -> str:
@@ -48,7 +42,7 @@ class EvidenceGuard:
                 records = await self._canonical.get_many(run_id, ids)
             except Exception as exc:
                 raise GuardUnavailable(f"canonical store unreadable ({type(exc).__name__})") from exc
-        data = GuardInput.build(run_id, draft, self._rules, records)
+        data = GuardInput.build(run_id, draft, self._rules, records, self._caches)
         violations: list[Violation] = []
         warnings: list[Violation] = []
         for rule in self._rules.enabled_rules():

@@ -5,22 +5,15 @@ from __future__ import annotations
 import marshal
 from collections.abc import Iterator, Sequence
 
-from core.guard.cache import Lru
 from core.guard.inputs import Finding, GuardInput, dependent_items
-from core.guard.numbers import EVIDENCE, EvidenceText, canonical, evidence_text, numbers_in
+from core.guard.numbers import EvidenceText, canonical, evidence_text, numbers_in
 
 SourceKey = tuple[bytes, bytes | None]
 """(projection_key, marshal bytes of the chosen arguments or None when arguments are not sources): exactly
 determines a call's evidence text, so it can stand for it without building it."""
 
-SOURCES: Lru[SourceKey, EvidenceText] = Lru(256)
-"""Source key -> the EvidenceText of its evidence text (as EVIDENCE would give), skipping the text's rebuild."""
-
-ITEMS: Lru[tuple[str, tuple[SourceKey, ...], frozenset[str], int], tuple[str, ...]] = Lru(256)
-"""(item text, source keys of its calls, ignore, min_digits) -> its ungrounded numbers, in report order.
-
-Both are exact (a re-checked item gets the answer a fresh search would give) and bounded: keys hold projection
-bytes, which the projection size limit bounds, so these keep a few MB at most."""
+# data.caches.sources: source key -> the EvidenceText of its evidence text, skipping the text's rebuild.
+# data.caches.items: (item text, source keys of its calls, ignore, min_digits) -> its ungrounded numbers, in order.
 
 
 def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
@@ -51,12 +44,12 @@ def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
 
     def source(cid: str) -> EvidenceText:
         key = source_key(cid)
-        found = SOURCES.get(key) if key is not None else None
+        found = data.caches.sources.get(key) if key is not None else None
         if found is None:
             record = data.usable[cid]
-            found = EVIDENCE.get(evidence_text(record.projection or {}, record.effective_arguments, argument_keys))
+            found = EvidenceText(evidence_text(record.projection or {}, record.effective_arguments, argument_keys))
             if key is not None:
-                SOURCES.put(key, found)
+                data.caches.sources.put(key, found)
         sources[cid] = found
         return found
 
@@ -74,9 +67,9 @@ def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
         keys = tuple(key for key in map(source_key, cids) if key is not None)
         if len(keys) == len(cids):  # every source has an exact key: the answer is a pure function of this memo key
             memo = (text, keys, ignore, min_digits)
-            numbers = ITEMS.get(memo)
+            numbers = data.caches.items.get(memo)
             if numbers is None:
-                numbers = ITEMS.put(memo, tuple(search(text, cids)))
+                numbers = data.caches.items.put(memo, tuple(search(text, cids)))
         else:
             numbers = tuple(search(text, cids))
         for number in numbers:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import marshal
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +19,7 @@ from core.contracts.evidence import (
     Projection,
     ToolName,
 )
+from core.guard.cache import Lru
 from core.guard.rules import RuleSet
 
 PROJECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(Projection)
@@ -120,46 +119,41 @@ def projection_key(projection: Mapping[str, Any]) -> bytes | None:
         return None
 
 
-class ProjectionCache:
-    """Bounded LRU of projection parse outcomes keyed by projection_key (the outcome is a pure function of it).
+ParseOutcome = tuple[ProjectionFacts | None, str | None]
+
+
+def parse_projection_keyed(
+    projection: Mapping[str, Any], key: bytes | None, kept: Lru[bytes, ParseOutcome]
+) -> ParseOutcome:
+    """Same answer as parse_projection(projection), given key = projection_key(projection); outcomes are kept by key.
 
     A repaired draft is checked again against the same READY calls, whose projections never change, so each
-    projection is parsed by pydantic once; the key costs about a quarter of a parse. Anything without a key is
-    parsed afresh. Outcomes are immutable (facts or a message), so sharing them across checks is safe.
+    projection is parsed by pydantic once per guard; the key costs about a quarter of a parse. Anything without a
+    key is parsed afresh. Outcomes are immutable (facts or a message), so keeping them is safe.
     """
-
-    def __init__(self, size: int = 256) -> None:
-        self.size = size
-        self._outcomes: OrderedDict[bytes, tuple[ProjectionFacts | None, str | None]] = OrderedDict()
-
-    def parse(self, projection: Mapping[str, Any]) -> tuple[ProjectionFacts | None, str | None]:
-        """Same answer as parse_projection(projection)."""
-        return self.parse_keyed(projection, projection_key(projection))
-
-    def parse_keyed(self, projection: Mapping[str, Any], key: bytes | None) -> tuple[ProjectionFacts | None, str | None]:
-        """Same answer as parse_projection(projection), given key = projection_key(projection)."""
-        if key is None:
-            return parse_projection(projection)
-        outcome = self._outcomes.get(key)
-        if outcome is not None:
-            with contextlib.suppress(KeyError):  # tolerate a concurrent eviction; the outcome is still right
-                self._outcomes.move_to_end(key)
-            return outcome
-        outcome = self._outcomes[key] = parse_projection(projection)
-        while len(self._outcomes) > self.size:
-            with contextlib.suppress(KeyError):
-                self._outcomes.popitem(last=False)
-        return outcome
-
-    def __len__(self) -> int:
-        return len(self._outcomes)
-
-    def clear(self) -> None:
-        """Forget every outcome (the benchmark measures the cold path with this)."""
-        self._outcomes.clear()
+    if key is None:
+        return parse_projection(projection)
+    return kept.get_or_make(key, lambda: parse_projection(projection))
 
 
-PROJECTIONS = ProjectionCache()
+@dataclass
+class GuardCaches:
+    """What one EvidenceGuard keeps across its checks: bounded and exact (values are pure functions of their keys),
+    so a re-check (after repair) answers like a cold one, only faster. Keys hold projection bytes, which the
+    projection size limit bounds, so each cache keeps a few MB at most."""
+
+    size: int = 256
+    projections: Lru[bytes, ParseOutcome] = field(init=False)
+    """projection_key -> parse outcome."""
+    sources: Lru[Any, Any] = field(init=False)
+    """A call's source key -> its evidence searcher (core/guard/grounding.py)."""
+    items: Lru[Any, Any] = field(init=False)
+    """(item text, its calls' source keys, parameters) -> the item's grounding findings (core/guard/grounding.py)."""
+
+    def __post_init__(self) -> None:
+        self.projections = Lru(self.size)
+        self.sources = Lru(self.size)
+        self.items = Lru(self.size)
 
 
 @dataclass
@@ -179,13 +173,20 @@ class GuardInput:
     """tool_call_id -> path of its first citation."""
     projection_keys: dict[str, bytes] = field(default_factory=dict)
     """tool_call_id -> projection_key of a usable record's projection (when it has one), for exact caches."""
+    caches: GuardCaches = field(default_factory=lambda: GuardCaches())
+    """The guard's own exact caches (one set per EvidenceGuard; fresh ones for a standalone check)."""
 
     @classmethod
     def build(
-        cls, run_id: str, draft: DiagnosisDraft, rules: RuleSet, records: Mapping[str, CanonicalRecord | None]
+        cls,
+        run_id: str,
+        draft: DiagnosisDraft,
+        rules: RuleSet,
+        records: Mapping[str, CanonicalRecord | None],
+        caches: GuardCaches | None = None,
     ) -> GuardInput:
         """Derive usable records and parsed projections once, for all checks."""
-        data = cls(run_id=run_id, draft=draft, rules=rules, records=records)
+        data = cls(run_id=run_id, draft=draft, rules=rules, records=records, caches=caches or GuardCaches())
         for i, item in enumerate(draft.analysis):
             for j, cid in enumerate(item.tool_call_ids):
                 data.first_path.setdefault(cid, f"analysis[{i}].tool_call_ids[{j}]")
@@ -198,7 +199,7 @@ class GuardInput:
             key = projection_key(projection)
             if key is not None:
                 data.projection_keys[cid] = key
-            parsed, error = PROJECTIONS.parse_keyed(projection, key)
+            parsed, error = parse_projection_keyed(projection, key, data.caches.projections)
             if parsed is None:
                 data.parse_errors[cid] = error or "invalid"
             else:

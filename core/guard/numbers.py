@@ -14,10 +14,7 @@ Evidence sources are tokenised with the same rules, plus sub-tokens of times (`2
 
 from __future__ import annotations
 
-import contextlib
-import functools
 import re
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -89,9 +86,8 @@ def _expand(token: str, out: set[str]) -> None:
         out.add(whole.group(1))  # a float column value 37.0 grounds "37"
 
 
-@functools.lru_cache(maxsize=4096)
 def _subtokens(token: str) -> frozenset[str]:
-    """_expand of one well-formed token, memoised (a pure function; evidence repeats timestamps and codes)."""
+    """_expand of one well-formed token."""
     out: set[str] = set()
     _expand(token, out)
     return frozenset(out)
@@ -135,7 +131,6 @@ def source_tokens(
     return frozenset(out)
 
 
-@functools.lru_cache(maxsize=4096)
 def _search_forms(number: str) -> tuple[str, ...]:
     """Substrings under which a canonical number can appear in evidence (with or without thousands separators)."""
     whole, dot, fraction = number.partition(".")
@@ -204,7 +199,7 @@ class EvidenceText:
     def _full_pass(self, number: str) -> bool:
         tokens: set[str] = set()
         tokens_of_text(self.text, tokens)
-        self._all = tokens  # published complete: the object may be shared across checks (EvidenceCache)
+        self._all = tokens  # published complete: the object may be kept across checks (GuardCaches)
         return number in tokens
 
     def _covers(self, at: int, length: int, number: str) -> bool:
@@ -231,40 +226,3 @@ class EvidenceText:
             if match.start(1) < at + length and match.end(1) > at:
                 _expand(match.group(1), local)
         return number in local
-
-
-class EvidenceCache:
-    """Bounded LRU of EvidenceText by exact evidence text, so its answers outlive one guard check.
-
-    `grounds` is a pure function of the text, so sharing is exact. A repaired draft is checked again against
-    the same calls, mostly with the same numbers; kept answers make those a dict lookup. At most `size` texts
-    (each one projection, bounded in bytes, plus its answers) are kept. Made for one event loop, like the guard;
-    a kept EvidenceText only ever gains complete answers, so sharing it is safe anyway.
-    """
-
-    def __init__(self, size: int = 256) -> None:
-        self.size = size
-        self._texts: OrderedDict[str, EvidenceText] = OrderedDict()
-
-    def get(self, text: str) -> EvidenceText:
-        """The EvidenceText of `text`, kept or new (the least recently used one is dropped beyond `size`)."""
-        found = self._texts.get(text)
-        if found is not None:
-            with contextlib.suppress(KeyError):  # tolerate a concurrent eviction; the answer is still right
-                self._texts.move_to_end(text)
-            return found
-        found = self._texts[text] = EvidenceText(text)
-        while len(self._texts) > self.size:
-            with contextlib.suppress(KeyError):
-                self._texts.popitem(last=False)
-        return found
-
-    def __len__(self) -> int:
-        return len(self._texts)
-
-    def clear(self) -> None:
-        """Forget every text (the benchmark measures the cold path with this)."""
-        self._texts.clear()
-
-
-EVIDENCE = EvidenceCache()

@@ -8,7 +8,9 @@ to disable or downgrade a locked rule.
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -18,7 +20,7 @@ from core.resources import package_path
 
 DEFAULT_RULES_FILE = package_path("core.guard", "rules.toml")
 
-RULE_CODES: dict[str, tuple[str, ...]] = {
+RULE_CODES: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "draft_structure": (
         "DRAFT_EMPTY",
         "ANALYSIS_EMPTY",
@@ -40,7 +42,7 @@ RULE_CODES: dict[str, tuple[str, ...]] = {
         "PROJECTION_NONEMPTY_NO_EVIDENCE",
     ),
     "numeric_grounding": ("NUMBER_NOT_IN_EVIDENCE",),
-}
+})
 
 # Closure rests on these two: every analysis cites something, and every citation is a real call of this run.
 # Without them a draft with no evidence at all could pass, so no rules file may switch them off or warn only.
@@ -65,7 +67,7 @@ class NumericGroundingParams(BaseModel):
     )
 
 
-PARAMETER_MODELS: dict[str, type[BaseModel]] = {"numeric_grounding": NumericGroundingParams}
+PARAMETER_MODELS: Mapping[str, type[BaseModel]] = MappingProxyType({"numeric_grounding": NumericGroundingParams})
 
 
 class Rule(BaseModel):

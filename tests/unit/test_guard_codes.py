@@ -12,8 +12,9 @@ import pytest
 from core.contracts.draft import AnalysisKind, DiagnosisDraft
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
 from core.contracts.release import GuardResult
+from core.guard.cache import Lru
 from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
-from core.guard.inputs import PROJECTIONS, ProjectionCache, parse_projection, projection_key
+from core.guard.inputs import ParseOutcome, parse_projection, parse_projection_keyed, projection_key
 from core.guard.rules import RULE_CODES, RuleSet, load_rules
 from core.stores.canonical import InMemoryCanonicalStore
 from testkit.release import CountingCanonicalStore, error_record, knowledge_record, logs_record, sql_record
@@ -342,16 +343,20 @@ def test_projection_key_is_exact_and_refuses_anything_but_builtins() -> None:
         assert projection_key({"tool_name": odd}) is None
 
 
-async def test_projection_cache_answers_like_a_fresh_parse_and_stays_bounded() -> None:
+async def test_kept_parse_outcomes_answer_like_a_fresh_parse_and_stay_bounded() -> None:
     """Kept outcomes equal fresh pydantic parses (valid or not); a re-read record is a hit; at most `size` kept."""
-    cache = ProjectionCache(size=2)
+    kept: Lru[bytes, ParseOutcome] = Lru(2)
+
+    def parse(projection: dict[str, Any]) -> ParseOutcome:
+        return parse_projection_keyed(projection, projection_key(projection), kept)
+
     valid = run_records()[0].projection
     assert valid is not None
     invalid = {**valid, "count": -1}
     for projection in (valid, invalid, valid, invalid):
-        assert cache.parse(projection) == parse_projection(projection)
-    assert cache.parse(invalid)[0] is None
-    assert len(cache) == 2
+        assert parse(projection) == parse_projection(projection)
+    assert parse(invalid)[0] is None
+    assert len(kept) == 2
     store = InMemoryCanonicalStore()
     await store.put(run_records()[0])
     reads = [(await store.get_many(RUN, ["call_logs_found"]))["call_logs_found"] for _ in range(2)]
@@ -359,14 +364,12 @@ async def test_projection_cache_answers_like_a_fresh_parse_and_stays_bounded() -
     assert first is not second
     assert first is not None
     assert second is not None
-    assert cache.parse(first) is cache.parse(second), "a record read again reuses the kept outcome"
+    assert parse(first) is parse(second), "a record read again reuses the kept outcome"
     odd = {**valid, "tool_name": ToolName.QUERY_LOGS}
-    assert cache.parse(odd) == parse_projection(odd)
-    assert len(cache) == 2, "a projection without a key is not kept"
-    cache.parse({**valid, "count": 99})
-    assert len(cache) == 2
-    cache.clear()
-    assert len(cache) == 0
+    assert parse(odd) == parse_projection(odd)
+    assert len(kept) == 2, "a projection without a key is not kept"
+    parse({**valid, "count": 99})
+    assert len(kept) == 2
 
 
 async def test_projection_codes_are_the_same_with_kept_outcomes() -> None:
@@ -374,11 +377,13 @@ async def test_projection_codes_are_the_same_with_kept_outcomes() -> None:
     for code, label, mutate in _projection_variants():
         records = run_records()
         assert records[0].projection is not None
-        assert (await check(edited(_numberless_a1), records)).valid  # the unchanged projection is now kept
+        warm_guard, store = await guard_for(records)
+        draft = DiagnosisDraft.model_validate(edited(_numberless_a1))
+        assert (await warm_guard.check(RUN, draft)).valid  # the unchanged projection is now kept by this guard
         mutate(records[0].projection)
-        warm = await check(edited(_numberless_a1), records)
-        PROJECTIONS.clear()
-        cold = await check(edited(_numberless_a1), records)
+        await store.put(records[0])
+        warm = await warm_guard.check(RUN, draft)
+        cold = await EvidenceGuard(store, load_rules()).check(RUN, draft)
         assert codes(warm) == {code}, label
         assert warm.model_dump() == cold.model_dump(), label
 

@@ -8,8 +8,7 @@ import pytest
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import GuardResult
-from core.guard.evidence_guard import EvidenceGuard, clear_caches
-from core.guard.grounding import ITEMS, SOURCES
+from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.stores.canonical import InMemoryCanonicalStore
 from testkit.release import logs_record, sql_record
@@ -126,16 +125,22 @@ async def test_each_ungrounded_number_is_reported_once_per_field() -> None:
 
 
 async def test_checks_with_kept_evidence_answers_equal_cold_checks() -> None:
-    """Answers kept across checks (evidence searches, per-item results) change nothing: warm equals cold."""
+    """Answers a guard keeps across its checks (evidence searches, per-item results) change nothing: warm equals cold."""
     grounded, invented = _with_a1("37 lines matched at 23:05."), _with_a1("38 lines matched at 23:07, 37 in total.")
-    clear_caches()
-    cold_grounded = await _check(grounded)
-    assert len(SOURCES) > 0, "the cited calls' evidence is kept for the next check"
-    assert len(ITEMS) > 0, "and so are the items' answers"
-    warm_invented = await _check(invented)  # same evidence, other numbers: searched, not assumed
-    warm_grounded = await _check(grounded)
-    clear_caches()
-    cold_invented = await _check(invented)
+    store = InMemoryCanonicalStore()
+    for record in run_records():
+        await store.put(record)
+    guard = EvidenceGuard(store, load_rules())
+
+    async def run(g: EvidenceGuard, draft: dict[str, Any]) -> GuardResult:
+        return await g.check(RUN, DiagnosisDraft.model_validate(draft))
+
+    cold_grounded = await run(guard, grounded)
+    assert len(guard._caches.sources) > 0, "the cited calls' evidence is kept for the next check"
+    assert len(guard._caches.items) > 0, "and so are the items' answers"
+    warm_invented = await run(guard, invented)  # same evidence, other numbers: searched, not assumed
+    warm_grounded = await run(guard, grounded)
+    cold_invented = await run(EvidenceGuard(store, load_rules()), invented)
     assert cold_grounded.valid
     assert warm_grounded.valid
     assert _ungrounded(warm_invented) == _ungrounded(cold_invented) == [("analysis[0].text", "38"), ("analysis[0].text", "23:07")]
@@ -145,7 +150,6 @@ async def test_checks_with_kept_evidence_answers_equal_cold_checks() -> None:
 
 async def test_item_answers_follow_the_evidence_and_the_rules() -> None:
     """A kept item answer is reused only for the same text, the same evidence and the same numeric parameters."""
-    clear_caches()
     text = "37 lines matched."
     assert (await _check(_with_a1(text))).valid
     changed = logs_record(RUN, "call_logs_found", [("2026-11-29T23:05:28Z", "ERROR", "timeout")], count=36)
