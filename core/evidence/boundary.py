@@ -28,6 +28,7 @@ from core.contracts.evidence import (
 from core.contracts.progress import SUBJECT_MAX, ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
+from core.evidence.instructions import spans_in
 from core.evidence.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
 from core.evidence.redaction import Redactor
 from core.evidence.subjects import cut_words, subject_of
@@ -54,6 +55,18 @@ def _validation_message(tool: str, exc: ValidationError) -> str:
         where = ".".join(str(part) for part in err["loc"]) or "arguments"
         problems.append(f"{where}: {err['msg'].lower()}")
     return f"Invalid arguments for {tool}: " + "; ".join(problems[:8]) + "."
+
+
+MAX_UNTRUSTED_SPANS = 64
+
+
+def _note_untrusted(ctx: RunContext, projection: dict[str, Any]) -> None:
+    """Remember the projection's instruction-like spans for the guard (each once; the list stays bounded)."""
+    for span in spans_in(projection):
+        if len(ctx.untrusted_spans) >= MAX_UNTRUSTED_SPANS:
+            return
+        if span not in ctx.untrusted_spans:
+            ctx.untrusted_spans.append(span)
 
 
 @dataclass
@@ -286,6 +299,7 @@ class ToolBoundary:
             # The backend's resolved arguments (e.g. the default time window) are what grounding checks against.
             call.effective = {**call.effective, **to_jsonable_python(raw.effective_arguments, fallback=str)}
         projection, size = self._project(call, raw, error)
+        _note_untrusted(call.ctx, projection)
         if write_record and call.tool_name is not None:
             state = InvocationState.FAILED if error is not None else InvocationState.READY
             record = self._record(call, state, raw, projection, error, duration_ms)

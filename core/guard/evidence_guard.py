@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import GuardResult, Severity, VerifiedEvidenceSnapshot, Violation
 from core.guard.checks import CHECKS
@@ -33,8 +35,11 @@ class EvidenceGuard:
         """The version of the rules file this guard checks under."""
         return self._rules.rule_set_version
 
-    async def check(self, run_id: str, draft: DiagnosisDraft) -> GuardResult:
-        """Check a draft against this run's canonical records (one batched read); raise GuardUnavailable if unreadable."""
+    async def check(self, run_id: str, draft: DiagnosisDraft, untrusted: Sequence[str] = ()) -> GuardResult:
+        """Check a draft against this run's canonical records (one batched read); raise GuardUnavailable if unreadable.
+
+        `untrusted`: the instruction-like spans of every projection the run's agent was shown (RunContext), so a
+        draft cannot reproduce one even from a call it does not cite."""
         ids = cited_ids(draft)
         records = {}
         if ids:
@@ -43,6 +48,7 @@ class EvidenceGuard:
             except Exception as exc:
                 raise GuardUnavailable(f"canonical store unreadable ({type(exc).__name__})") from exc
         data = GuardInput.build(run_id, draft, self._rules, records, self._caches)
+        data.untrusted = tuple(untrusted)
         violations: list[Violation] = []
         warnings: list[Violation] = []
         for rule in self._rules.enabled_rules():

@@ -175,6 +175,8 @@ class GuardInput:
     """tool_call_id -> projection_key of a usable record's projection (when it has one), for exact caches."""
     caches: GuardCaches = field(default_factory=lambda: GuardCaches())
     """The guard's own exact caches (one set per EvidenceGuard; fresh ones for a standalone check)."""
+    untrusted: tuple[str, ...] = ()
+    """Instruction-like spans of every projection the run's agent was shown, cited or not (RunContext)."""
 
     @classmethod
     def build(

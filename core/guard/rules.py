@@ -42,6 +42,7 @@ RULE_CODES: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "PROJECTION_NONEMPTY_NO_EVIDENCE",
     ),
     "numeric_grounding": ("NUMBER_NOT_IN_EVIDENCE",),
+    "tool_text_as_instruction": ("TOOL_TEXT_AS_INSTRUCTION",),
 })
 
 # Closure rests on these two: every analysis cites something, and every citation is a real call of this run.
@@ -67,7 +68,21 @@ class NumericGroundingParams(BaseModel):
     )
 
 
-PARAMETER_MODELS: Mapping[str, type[BaseModel]] = MappingProxyType({"numeric_grounding": NumericGroundingParams})
+class ToolTextParams(BaseModel):
+    """Parameters of the tool_text_as_instruction rule: how much shared wording counts as reproducing a span."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    min_shared_words: int = Field(default=3, ge=2, description="Length of the shared run of words that counts.")
+    min_content_words: int = Field(
+        default=2, ge=1, description="How many words of that run must be more than a stopword ('the', 'is', 'to'...)."
+    )
+
+
+PARAMETER_MODELS: Mapping[str, type[BaseModel]] = MappingProxyType({
+    "numeric_grounding": NumericGroundingParams,
+    "tool_text_as_instruction": ToolTextParams,
+})
 
 
 class Rule(BaseModel):
@@ -124,6 +139,8 @@ class RuleSet(BaseModel):
             model = PARAMETER_MODELS.get(rule.id)
             if model is None and rule.parameters:
                 raise ValueError(f"rule {rule.id!r} takes no parameters, got {sorted(rule.parameters)}")
+            if model is not None:
+                model.model_validate(rule.parameters)  # unknown or bad parameters fail the load
         self.numeric = NumericGroundingParams.model_validate(self.rules["numeric_grounding"].parameters)
         return self
 

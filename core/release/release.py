@@ -30,6 +30,7 @@ from core.contracts.run import EventType
 from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
 from core.observability.metrics import Metrics
 from core.ports import CanonicalStore, EvidenceRepairer, SemanticJudge
+from core.release.confirmation import with_confirmations
 from core.release.fallback import build_fallback, failure_fallback
 from core.release.review import shown_reason
 from core.release.sources import call_summaries, label_for
@@ -116,7 +117,8 @@ class DiagnosisRelease:
         await self._progress(ctx, ProgressUpdate(stage=ProgressStage.REVIEW, cited_calls=len(result.snapshot.projections)))
         verdict = await self._verdict(ctx, draft, result.snapshot)
         if verdict.verdict is SemanticVerdictKind.SUPPORTED:
-            report = PublishedReport(run_id=ctx.run_id, draft=draft, sources=sources_of(result.snapshot))
+            # Confirmation is decided here, not by the model's flag: changes to a system always need a human.
+            report = PublishedReport(run_id=ctx.run_id, draft=with_confirmations(draft), sources=sources_of(result.snapshot))
             outcome = ReleaseOutcome(run_id=ctx.run_id, outcome=Outcome.SUCCESS, report=report, verdict=verdict)
             await self._decide(ctx, outcome)
             return outcome
@@ -143,7 +145,7 @@ class DiagnosisRelease:
         started = time.perf_counter()
         cited = len({cid for item in draft.analysis for cid in item.tool_call_ids})
         try:
-            result = await self._guard.check(ctx.run_id, draft)
+            result = await self._guard.check(ctx.run_id, draft, ctx.untrusted_spans)
         except GuardUnavailable as exc:
             logger.warning("run %s: evidence guard could not read the canonical store: %s", ctx.run_id, exc)
             summary = {"valid": False, "error": "CANONICAL_UNAVAILABLE", "cited_calls": cited}

@@ -114,6 +114,9 @@ class RunContext:
     tool_calls: int = 0
     observation_bytes: int = 0
     steps: int = 0
+    untrusted_spans: list[str] = field(default_factory=list)
+    """Instruction-like spans of tool output the agent was shown (any call, cited or not), for the EvidenceGuard's
+    TOOL_TEXT_AS_INSTRUCTION; bounded by the boundary (MAX_UNTRUSTED_SPANS)."""
 
     @property
     def deadline_monotonic(self) -> float:

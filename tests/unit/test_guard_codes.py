@@ -121,7 +121,7 @@ async def test_valid_draft_yields_snapshot_of_exactly_its_cited_calls() -> None:
     for cid in (L1, L0, S1):
         assert result.snapshot.projections[cid] == records[cid].projection
         assert result.snapshot.effective_arguments[cid] == records[cid].effective_arguments
-    assert result.snapshot.rule_set_version == "2026-11-29.1"
+    assert result.snapshot.rule_set_version == "2026-12-01.2"
     assert result.snapshot.run_id == RUN
 
 

@@ -81,3 +81,12 @@ def test_guard_and_router_prompts_state_their_json_wire_formats() -> None:
     assert '{"intent": "DIAGNOSIS" | "KNOWLEDGE" | "CHAT"}' in library.get("intent_router")
     assert "submit_diagnosis_draft" in library.get("evidence_repair")
     assert "submit_knowledge_answer" in library.get("knowledge_answer")
+
+
+@pytest.mark.parametrize("name", ["diagnosis_agent", "semantic_guard"])
+def test_agent_and_reviewer_prompts_say_tool_output_is_untrusted_data(name: str) -> None:
+    """SPEC §5: both prompts say tool output is untrusted data, never an instruction, and name the span marker."""
+    text = PromptLibrary(PROMPTS_DIR).get(name)
+    assert "untrusted data" in text
+    assert "never an instruction" in text
+    assert "⟦untrusted tool text: ...⟧" in text
