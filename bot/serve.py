@@ -152,6 +152,15 @@ async def _serve_http(bot_app: AsyncApp, settings: Settings, readiness: Readines
         await runner.cleanup()
 
 
+def _start_retention(services: ServingServices) -> Any:
+    """Start the daily retention purge of real services (doubles without a database have none)."""
+    make = getattr(services, "retention_scheduler", None)
+    retention = make() if callable(make) else None
+    if retention is not None:
+        retention.start()
+    return retention
+
+
 async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
                 services: ServingServices | None = None, warnings: Sequence[CheckResult] = ()) -> None:
     """Run the Slack app until SIGINT/SIGTERM (or `stop`), then close everything it opened.
@@ -167,6 +176,7 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     readiness = build_readiness(settings, services, warnings)
     tune_gc()
     stop = stop or _stop_event()
+    retention = _start_retention(services)
     try:
         if settings.slack_app_token is not None:
             await _serve_socket_mode(bot.app, settings.slack_app_token.get_secret_value(), settings, readiness, stop,
@@ -174,6 +184,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
         else:
             await _serve_http(bot.app, settings, readiness, stop, metrics)
     finally:
+        if retention is not None:
+            await retention.aclose()
         await bot.aclose()
         if owned is not None:
             await owned.aclose()

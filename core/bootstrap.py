@@ -10,6 +10,7 @@ import contextlib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -33,6 +34,7 @@ from core.observability.metrics import Metrics
 from core.ports import AuditStore, CanonicalStore, ChatModel, KeyValueStore, RunStore, TimelineStore, Tool
 from core.release.release import DiagnosisRelease
 from core.service.chat_service import ChatService, RunVersions
+from core.service.retention import RetentionScheduler
 from core.service.sessions import SessionGate
 from core.service.timeline import RunTimeline
 from core.settings import Settings
@@ -46,6 +48,9 @@ from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
 from core.stores.kv import InMemoryKV, RedisKV
 from core.stores.sql.audit import SqlAuditStore
 from core.stores.sql.db import Database
+from core.stores.sql.errors import describe_database_error
+from core.stores.sql.migrate import MigrationError, prepare_schema
+from core.stores.sql.retention import purge_older_than
 from core.stores.sql.runs import SqlRunStore
 from core.stores.sql.timeline import SqlTimelineStore
 from core.tools.registry import build_tools
@@ -103,6 +108,14 @@ class Services:
         """A Timeline recording events of one run."""
         return RunTimeline(run_id, self.timeline_store)
 
+    def retention_scheduler(self) -> RetentionScheduler | None:
+        """The daily purge of rows older than DIAG_RETENTION_DAYS over this database (None without one); start it
+        in the running loop, close it before `aclose()`."""
+        if self.database is None:
+            return None
+        return RetentionScheduler(partial(purge_older_than, self.database), self.settings.diag_retention_days,
+                                  metrics=self.metrics)
+
     def require_model(self) -> None:
         """Raise ModelNotConfigured (a clear message, not a traceback) when no model endpoint is configured."""
         if not self.is_model_configured:
@@ -116,6 +129,15 @@ class Services:
                 await close()
             except Exception as exc:  # closing must finish even if one resource is already gone
                 log.warning("closing %s failed: %s", getattr(close, "__qualname__", close), type(exc).__name__)
+
+
+async def open_schema(database: Database, auto_migrate: bool) -> None:
+    """Upgrade (DIAG_AUTO_MIGRATE) or check the schema; any failure becomes StoreUnavailable naming its real cause."""
+    try:
+        await prepare_schema(database, auto_migrate)
+    except (OSError, SQLAlchemyError, MigrationError) as exc:  # unreachable, refused, credentials, schema behind
+        problem = describe_database_error(exc)
+        raise StoreUnavailable("database (DATABASE_URL)", problem.cause, fix=problem.fix) from exc
 
 
 def redis_client_from_url(url: str) -> aioredis.Redis:
@@ -171,11 +193,7 @@ async def build_services(
         if runs is None or timeline_store is None or audit is None:
             database = Database(settings.database_url)
             closers.append(database.dispose)
-            try:
-                await database.create_all()
-            except (OSError, SQLAlchemyError) as exc:  # unreachable, refused, bad credentials: say which store
-                cause = getattr(exc, "orig", None) or exc  # the driver's error names the problem (no secrets)
-                raise StoreUnavailable("database (DATABASE_URL)", type(cause).__name__) from exc
+            await open_schema(database, settings.auto_migrate)
             audit = audit or SqlAuditStore(database)
             runs = runs or SqlRunStore(database)
             timeline_store = timeline_store or SqlTimelineStore(database)

@@ -15,7 +15,8 @@ class ToolFailure(Exception):
 class StoreUnavailable(Exception):
     """A backing store (Redis, SQL) could not be reached; callers turn it into an ERROR or a FAILURE."""
 
-    def __init__(self, store: str, reason: str) -> None:
+    def __init__(self, store: str, reason: str, *, fix: str = "") -> None:
         super().__init__(f"{store} unavailable: {reason}")
         self.store = store
         self.reason = reason
+        self.fix = fix

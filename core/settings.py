@@ -62,6 +62,10 @@ class Settings(BaseSettings):
     diag_es_timeout_s: float = 10.0
 
     port: int = 3000
+    # Upgrade the database schema at start (unset: on for SQLite, off elsewhere; `diagbot migrate` does it on demand).
+    diag_auto_migrate: bool | None = None
+    # Rows of timeline, audit, reasoning audit and runs older than this many days are purged daily.
+    diag_retention_days: int = Field(default=30, ge=1)
     # Logs: `text` (one human line) or `json` (one object per line with run_id and session).
     diag_log_format: Literal["text", "json"] = "text"
 
@@ -103,6 +107,13 @@ class Settings(BaseSettings):
     def router_timeout_s(self) -> float:
         """The router answers one word: its own timeout when set, else the model timeout capped at 20 s."""
         return self.diag_router_timeout_s or min(20.0, self.diag_model_timeout_s)
+
+    @property
+    def auto_migrate(self) -> bool:
+        """DIAG_AUTO_MIGRATE, defaulting to on for SQLite (one process owns the file) and off elsewhere."""
+        if self.diag_auto_migrate is not None:
+            return self.diag_auto_migrate
+        return self.database_url.lower().startswith("sqlite")
 
     @property
     def guard_model(self) -> str | None:

@@ -22,6 +22,7 @@ from core.observability.log_setup import configure_logging
 from core.service.run_context import RunContext
 from core.settings import Settings
 from core.tools.args import args_model_for
+from entrypoints import schema_commands
 from entrypoints.outcome_text import render_outcome, render_timeline
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -43,6 +44,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--live", action="store_true", help="ask the configured model endpoint instead")
     trace = commands.add_parser("trace", help="a run's timeline")
     trace.add_argument("run_id")
+    commands.add_parser("migrate", help="upgrade the database schema (DATABASE_URL) to this version's head")
+    purge = commands.add_parser("purge", help="delete timeline, audit, reasoning and run rows older than an age")
+    purge.add_argument("--older-than", required=True, metavar="AGE", type=schema_commands.older_than,
+                       help="e.g. 30d, 12h, 2w")
     tool = commands.add_parser(
         "tool", help="call one tool through the ToolBoundary and print its projection JSON",
         description="Tools: " + ", ".join(t.value for t in ToolName) + ". Each argument is an option: --service X.",
@@ -153,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"diagbot: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except StoreUnavailable as exc:  # e.g. DATABASE_URL unreachable at start-up
-        print(f"diagbot: {exc}; check the URL and that the server is running", file=sys.stderr)
+        print(f"diagbot: {exc}; {exc.fix or 'check the URL and that the server is running'}", file=sys.stderr)
         return EXIT_USAGE
     except ValueError as exc:  # a setting our code rejected with a clear message (URLs, backends, bounds)
         print(f"diagbot: invalid configuration: {exc}", file=sys.stderr)
@@ -180,6 +185,10 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
         from entrypoints.check import check_command
 
         return await check_command(settings, probe_model=args.model)
+    if args.command == "migrate":
+        return await schema_commands.migrate(settings)
+    if args.command == "purge":
+        return await schema_commands.purge(settings, args.older_than)
     try:
         name = ToolName(args.name)
     except ValueError:

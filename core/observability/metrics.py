@@ -70,6 +70,10 @@ class Metrics:
                                      ["method", "error"], registry=r)
         self._slack_retries = Counter("diagbot_slack_api_retries", "Slack Web API retries by method and reason.",
                                       ["method", "reason"], registry=r)
+        self._purged = Counter("diagbot_retention_purged_rows", "Rows deleted by the retention job, by table.",
+                               ["table"], registry=r)
+        self._purge_failures = Counter("diagbot_retention_failures", "Retention purges that failed (retried later).",
+                                       registry=r)
         self._queue_depth = Gauge("diagbot_queue_depth", "Turns waiting in the job queue.", registry=r)
         self._queue_oldest = Gauge("diagbot_queue_oldest_job_age_seconds", "Age of the oldest waiting turn.", registry=r)
 
@@ -133,6 +137,16 @@ class Metrics:
     def slack_api_retry(self, method: str | None, reason: str) -> None:
         """The Slack client retries a call (rate limited, server error, connection error)."""
         self._slack_retries.labels(slack_method(method), bounded(reason)).inc()
+
+    # ---- retention -----------------------------------------------------------------------------
+
+    def retention_purged(self, table: str, rows: int) -> None:
+        """Rows one retention run deleted from a table."""
+        self._purged.labels(bounded(table)).inc(max(0, rows))
+
+    def retention_failed(self) -> None:
+        """A retention run failed (it is retried later)."""
+        self._purge_failures.inc()
 
     # ---- job queue -----------------------------------------------------------------------------
 

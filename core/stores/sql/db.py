@@ -41,6 +41,8 @@ def normalize_url(url: str) -> str:
 LongText = sa.Text().with_variant(mysql.LONGTEXT(), "mysql", "mariadb")
 Timestamp = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
 
+# The live models. The schema itself is made by the Alembic migrations in core/stores/sql/migrations/ (a change here
+# needs a new migration there; tests compare the migrated schema with these tables).
 metadata = sa.MetaData()
 
 runs = sa.Table(
@@ -63,6 +65,7 @@ runs = sa.Table(
     sa.Column("started_at", Timestamp, nullable=False),
     sa.Column("finished_at", Timestamp),
     sa.Index("ix_runs_session_started", "session_key", "started_at"),
+    sa.Index("ix_runs_started", "started_at"),
 )
 
 tool_invocations = sa.Table(
@@ -82,6 +85,7 @@ tool_invocations = sa.Table(
     sa.Column("error_code", sa.String(64)),
     sa.Column("started_at", Timestamp, nullable=False),
     sa.UniqueConstraint("run_id", "tool_call_id", name="uq_tool_invocations_call"),
+    sa.Index("ix_tool_invocations_started", "started_at"),
 )
 
 timeline_events = sa.Table(
@@ -95,6 +99,7 @@ timeline_events = sa.Table(
     sa.Column("duration_ms", sa.Float(), nullable=False),
     sa.Column("summary", sa.Text(), nullable=False),
     sa.UniqueConstraint("run_id", "seq", name="uq_timeline_events_seq"),
+    sa.Index("ix_timeline_events_at", "at"),
 )
 
 reasoning_audit = sa.Table(
@@ -107,6 +112,7 @@ reasoning_audit = sa.Table(
     sa.Column("content", LongText, nullable=False),
     sa.Column("recorded_at", Timestamp, nullable=False),
     sa.Index("ix_reasoning_audit_run", "run_id", "stage", "step"),
+    sa.Index("ix_reasoning_audit_recorded", "recorded_at"),
 )
 
 
@@ -140,7 +146,7 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 class Database:
-    """One async engine plus the schema; `await create_all()` once, `await dispose()` at shutdown."""
+    """One async engine; `await create_all()` brings the schema to head, `await dispose()` at shutdown."""
 
     def __init__(self, url: str, **engine_options: Any) -> None:
         self.url = normalize_url(url)
@@ -156,9 +162,10 @@ class Database:
         return make_url(self.url).get_backend_name()
 
     async def create_all(self) -> None:
-        """Create the tables and indexes that do not exist yet."""
-        async with self.engine.begin() as conn:
-            await conn.run_sync(metadata.create_all)
+        """Upgrade the schema to the newest migration, under a database lock (safe when replicas start together)."""
+        from core.stores.sql.migrate import upgrade  # the migration runner imports this module
+
+        await upgrade(self)
 
     async def dispose(self) -> None:
         """Close every pooled connection."""

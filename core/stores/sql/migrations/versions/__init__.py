@@ -1,0 +1,1 @@
+"""Migration scripts, oldest first by revision id (alembic reads the chain from `down_revision`)."""
