@@ -9,6 +9,7 @@ from sqlalchemy import text
 from core.health.config import check_log_backend_choice, check_model_settings, check_store_mode
 from core.health.model import check_model_endpoint
 from core.health.result import Check, CheckResult, Level, static
+from core.health.schema import check_schema
 from core.health.stores import check_database, check_redis
 from core.health.tools import check_knowledge, check_logs, check_sql
 from core.netdiag import network_cause
@@ -24,7 +25,7 @@ def config_checks(settings: Settings, *, serving: bool) -> list[Check]:
         Check("redis.mode", static(check_store_mode(settings))),
         Check("redis", lambda: check_redis(settings)),
         Check("database", lambda: check_database(settings)),
-        # database schema at head: the migrations work adds its Check here.
+        Check("database.schema", lambda: check_schema(settings)),
         Check("tool.query_logs.backend", static(check_log_backend_choice(settings))),
         Check("tool.query_logs", lambda: check_logs(settings), failing=Level.WARN),
         Check("tool.lookup_knowledge", lambda: check_knowledge(settings), failing=Level.WARN),

@@ -37,7 +37,7 @@ async def check_redis(settings: Settings) -> CheckResult:
     return CheckResult(name="redis", level=Level.OK, detail=f"{shown} answers PING")
 
 
-def _sqlite_file(url: str) -> Path | None:
+def sqlite_file_of(url: str) -> Path | None:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
         return None
@@ -48,7 +48,7 @@ async def check_database(settings: Settings) -> CheckResult:
     """DATABASE_URL parses and connects; a SQLite file that does not exist yet is fine when its folder is writable."""
     try:
         shown = make_url(settings.database_url).render_as_string(hide_password=True)
-        sqlite_file = _sqlite_file(settings.database_url)
+        sqlite_file = sqlite_file_of(settings.database_url)
     except ArgumentError:
         return CheckResult(name="database", level=Level.FATAL, detail="DATABASE_URL is not a database URL",
                            fix="set DATABASE_URL to a SQLAlchemy URL, e.g. postgresql://user@host/diag")
@@ -72,5 +72,5 @@ async def check_database(settings: Settings) -> CheckResult:
                            fix="check DATABASE_URL (host, port, user, password, database) and that the server runs")
     finally:
         await database.dispose()
-    # Schema at head: the migrations work adds its check beside this one (core/health/catalog.py lists both).
+    # Schema at head: core/health/schema.py (listed beside this check in core/health/catalog.py).
     return CheckResult(name="database", level=Level.OK, detail=f"{shown} connects")

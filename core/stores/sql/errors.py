@@ -6,11 +6,11 @@ socket errors underneath); this names the cause and the fix, never the URL's pas
 
 from __future__ import annotations
 
-import socket
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from core import netdiag
 from core.stores.sql.migrate import MigrationError
 
 _MYSQL_AUTH = frozenset({1045, 1698})
@@ -63,19 +63,24 @@ def _server_problem(err: BaseException) -> DatabaseProblem | None:
     return None
 
 
+_NETWORK_FIXES = {
+    netdiag.DNS: "fix the host name in DATABASE_URL",
+    netdiag.REFUSED: "start the database server, or fix the host/port in DATABASE_URL",
+    netdiag.TIMED_OUT: "check that the host is reachable from here (firewall, network) and the port is right",
+    netdiag.TLS: "check the server's TLS settings and the URL's ssl options",
+    netdiag.RESET: "check the server's log: it closed the connection",
+}
+
+
 def _network_problem(err: BaseException) -> DatabaseProblem | None:
-    if isinstance(err, socket.gaierror):
-        return DatabaseProblem("host not found (DNS lookup failed)", "fix the host name in DATABASE_URL")
-    if isinstance(err, ConnectionRefusedError):
-        return DatabaseProblem("connection refused: nothing listens on that host and port",
-                               "start the database server, or fix the host/port in DATABASE_URL")
-    if isinstance(err, TimeoutError):
-        return DatabaseProblem("timed out connecting to the server",
-                               "check that the host is reachable from here (firewall, network) and the port is right")
-    args = getattr(err, "args", ())
-    if args and isinstance(args[0], int) and args[0] in _MYSQL_UNREACHABLE:
-        return DatabaseProblem("could not connect to the server",
-                               "start the database server, or fix the host/port in DATABASE_URL")
+    cause = netdiag.network_cause(err)
+    if cause is not None:
+        return DatabaseProblem(cause, _NETWORK_FIXES.get(cause, "check the host and port in DATABASE_URL"))
+    for inner in _chain(err):
+        args = getattr(inner, "args", ())
+        if args and isinstance(args[0], int) and args[0] in _MYSQL_UNREACHABLE:
+            return DatabaseProblem("could not connect to the server",
+                                   "start the database server, or fix the host/port in DATABASE_URL")
     return None
 
 
@@ -99,11 +104,13 @@ def describe_database_error(exc: BaseException) -> DatabaseProblem:
     for err in _chain(exc):
         if isinstance(err, MigrationError):  # its message already says what to do
             return DatabaseProblem(f"schema migration failed: {err}", "")
-    for finder in (_server_problem, _sqlite_problem, _network_problem):
-        for err in _chain(exc):
-            problem = finder(err)
-            if problem is not None:
-                return problem
+    for err in _chain(exc):
+        problem = _server_problem(err) or _sqlite_problem(err)
+        if problem is not None:
+            return problem
+    problem = _network_problem(exc)  # network_cause walks the chain itself
+    if problem is not None:
+        return problem
     driver_error = getattr(exc, "orig", None) or exc
     return DatabaseProblem(f"{type(driver_error).__name__} from the database driver",
                            "check DATABASE_URL and the server's log for that error")

@@ -12,17 +12,20 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util.exc import CommandError
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from core.stores.sql.db import Database
+
+if TYPE_CHECKING:
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+
+# Alembic is imported inside the functions that use it: it costs most of a second, and paths that end before any
+# schema step (serve refusing a bad configuration, `diagbot check` on a new SQLite file) should not pay for it.
 
 SCRIPT_LOCATION = "core.stores.sql:migrations"
 # The revision a database made by the pre-migration create_all() has; such a database is stamped, then upgraded.
@@ -69,6 +72,8 @@ class SchemaStatus:
 
 def alembic_config(connection: Connection | None = None) -> Config:
     """An Alembic config over the packaged migrations (no alembic.ini needed); `connection` is used by env.py."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", SCRIPT_LOCATION)
     config.attributes["connection"] = connection
@@ -77,6 +82,8 @@ def alembic_config(connection: Connection | None = None) -> Config:
 
 def script_directory() -> ScriptDirectory:
     """The packaged migration scripts."""
+    from alembic.script import ScriptDirectory
+
     return ScriptDirectory.from_config(alembic_config())
 
 
@@ -89,6 +96,8 @@ def head_revision() -> str:
 
 
 def _current_revision(conn: Connection) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
     return MigrationContext.configure(conn).get_current_revision()
 
 
@@ -102,6 +111,9 @@ async def schema_status(db: Database) -> SchemaStatus:
 
 
 def _upgrade_sync(conn: Connection, target: str) -> None:
+    from alembic import command
+    from alembic.util.exc import CommandError
+
     config = alembic_config(conn)
     if _current_revision(conn) is None and sa.inspect(conn).has_table("runs"):
         command.stamp(config, BASELINE_REVISION)  # made by create_all before migrations existed
