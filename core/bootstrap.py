@@ -64,6 +64,25 @@ MODEL_HINT = (
 )
 
 
+def missing_model_settings(settings: Settings) -> list[str]:
+    """The unset variables that keep the model unconfigured (empty when it is configured)."""
+    missing = [] if settings.diag_model else ["DIAG_MODEL"]
+    if not (settings.openai_base_url or settings.openai_api_key):
+        missing.append("OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI itself)")
+    return missing
+
+
+def model_hint(settings: Settings) -> str:
+    """'no model configured: X is unset; ...' naming exactly what is missing."""
+    missing = missing_model_settings(settings)
+    if not missing:
+        return "the model is configured"
+    verb = "is" if len(missing) == 1 else "are"
+    return (f"no model configured: {' and '.join(missing)} {verb} unset; set OPENAI_BASE_URL (your endpoint) or "
+            "OPENAI_API_KEY (OpenAI itself) and DIAG_MODEL (optionally DIAG_GUARD_MODEL), or run `diagbot demo` for "
+            "the offline demo")
+
+
 class ModelNotConfigured(Exception):
     """A command that needs the model ran without OPENAI_BASE_URL / DIAG_MODEL."""
 
@@ -71,12 +90,15 @@ class ModelNotConfigured(Exception):
 class UnconfiguredModel:
     """Stands in when no endpoint is configured: every call fails clearly (the run ends FAILURE, not a crash)."""
 
+    def __init__(self, hint: str = MODEL_HINT) -> None:
+        self.hint = hint
+
     async def complete(
         self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
         timeout_s: float = 60.0,
     ) -> ModelReply:
         """Always raise ModelUnavailable naming the missing configuration."""
-        raise ModelUnavailable(MODEL_HINT)
+        raise ModelUnavailable(self.hint)
 
 
 def model_configured(settings: Settings) -> bool:
@@ -119,7 +141,7 @@ class Services:
     def require_model(self) -> None:
         """Raise ModelNotConfigured (a clear message, not a traceback) when no model endpoint is configured."""
         if not self.is_model_configured:
-            raise ModelNotConfigured(MODEL_HINT)
+            raise ModelNotConfigured(model_hint(self.settings))
 
     async def aclose(self) -> None:
         """Close the tools built here, the model client, Redis and the database engine (each once)."""
@@ -212,7 +234,7 @@ async def build_services(
                 closers.append(openai_model.aclose)
                 model = openai_model
             else:
-                model = UnconfiguredModel()
+                model = UnconfiguredModel(model_hint(settings))
         agent_model = settings.diag_model or UNCONFIGURED
         guard_model = settings.guard_model or UNCONFIGURED
 

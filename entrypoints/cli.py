@@ -16,6 +16,7 @@ from pydantic import BaseModel, ValidationError
 
 from core.bootstrap import ModelNotConfigured, build_services
 from core.contracts.evidence import ToolName
+from core.contracts.release import Outcome
 from core.contracts.run import SessionKey, Turn
 from core.errors import StoreUnavailable
 from core.observability.log_setup import configure_logging
@@ -94,7 +95,7 @@ async def _ask(settings: Settings, question: str, thread: str | None) -> int:
         outcome = await services.chat_service.handle(turn)
         print(render_outcome(outcome))
         print(f"thread: {thread_id}")
-        return EXIT_OK
+        return EXIT_FAILED if outcome.outcome is Outcome.FAILURE else EXIT_OK
     finally:
         await services.aclose()
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import tempfile
 from collections import deque
 from collections.abc import Callable
@@ -149,32 +150,36 @@ def demo_settings(database_url: str, *, base_url: str | None = None, live_from: 
 
 
 async def run_demo(
-    *, live: bool = False, settings: Settings | None = None, out: Print = print, scenarios: list[Scenario] | None = None
+    *, live: bool = False, settings: Settings | None = None, out: Print = print, scenarios: list[Scenario] | None = None,
+    state_dir: Path | None = None,
 ) -> int:
-    """Run every scenario; 0 when each produced its expected outcome (always 0 in live mode if all ran)."""
+    """Run every scenario; 0 when each produced its expected outcome (always 0 in live mode if all ran).
+
+    The runs are kept in a SQLite database under `state_dir` (a new temporary folder by default, left in place), so
+    the `diagbot trace` command printed after each run works afterwards."""
     scenarios = scenarios if scenarios is not None else load_scenarios()
-    with tempfile.TemporaryDirectory(prefix="diagbot-demo-") as tmp:
-        database_url = f"sqlite+aiosqlite:///{tmp}/demo.db"
-        if live:
-            out("diagbot demo --live: the bundled questions against the configured model endpoint (no outcome checks).")
-            services = await build_services(demo_settings(database_url, live_from=settings or Settings()))
-            try:
-                services.require_model()
-                for scenario in scenarios:
-                    await _play(services, scenario, out)
-            finally:
-                await services.aclose()
-            return 0
-        out("diagbot demo: model responses are RECORDED (demo/scenarios/*.json), served by a local "
-            "OpenAI-compatible server; tools, guards and release run for real on the bundled demo data "
-            f"with the clock pinned to {DEMO_CLOCK.isoformat()}.")
-        async with FakeOpenAIServer(models=[RECORDED_MODEL]) as server:
-            services = await build_services(demo_settings(database_url, base_url=server.base_url))
-            script = RecordedScript(server)
-            try:
-                failed = [s.name for s in scenarios if not await _play_recorded(services, script, server, s, out)]
-            finally:
-                await services.aclose()
+    folder = state_dir if state_dir is not None else Path(tempfile.mkdtemp(prefix="diagbot-demo-"))
+    database_url = f"sqlite+aiosqlite:///{folder.resolve()}/demo.db"
+    if live:
+        out("diagbot demo --live: the bundled questions against the configured model endpoint (no outcome checks).")
+        services = await build_services(demo_settings(database_url, live_from=settings or Settings()))
+        try:
+            services.require_model()
+            for scenario in scenarios:
+                await _play(services, scenario, out)
+        finally:
+            await services.aclose()
+        return 0
+    out("diagbot demo: model responses are RECORDED (demo/scenarios/*.json), served by a local "
+        "OpenAI-compatible server; tools, guards and release run for real on the bundled demo data "
+        f"with the clock pinned to {DEMO_CLOCK.isoformat()}.")
+    async with FakeOpenAIServer(models=[RECORDED_MODEL]) as server:
+        services = await build_services(demo_settings(database_url, base_url=server.base_url))
+        script = RecordedScript(server)
+        try:
+            failed = [s.name for s in scenarios if not await _play_recorded(services, script, server, s, out)]
+        finally:
+            await services.aclose()
     out("")
     if failed:
         out(f"FAILED: {len(failed)} of {len(scenarios)} scenarios: " + "; ".join(failed))
@@ -237,6 +242,7 @@ async def _play(services: Services, scenario: Scenario, out: Print) -> ReleaseOu
                 user="demo", message_ts=scenario.thread)
     outcome = await services.chat_service.handle(turn)
     out(render_outcome(outcome))
+    out(f"trace it: DATABASE_URL={shlex.quote(services.settings.database_url)} diagbot trace {outcome.run_id}")
     out("timeline:")
     run = await services.chat_service.get_run(outcome.run_id)
     out(render_timeline(run, await services.chat_service.timeline(outcome.run_id)))

@@ -77,7 +77,8 @@ def _fallback(fallback: FallbackMessage) -> list[str]:
         lines.append("Observed: nothing yet")
     if fallback.next_steps:
         lines.append("Next steps:")
-        lines += [f"  - {step}" for step in fallback.next_steps]
+        # In a terminal the run's timeline is `diagbot trace`, not the Slack command.
+        lines += [f"  - {step.replace('/diag trace ', 'diagbot trace ')}" for step in fallback.next_steps]
     return lines
 
 

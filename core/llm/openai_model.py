@@ -14,6 +14,7 @@ from openai import AsyncOpenAI
 from pydantic import ValidationError
 
 from core.llm.model import ModelReply, ModelToolCall, ModelUnavailable, ModelUsage
+from core.netdiag import TIMED_OUT, network_cause
 
 log = logging.getLogger(__name__)
 
@@ -251,6 +252,10 @@ def _retry_after(exc: Exception) -> float | None:
 
 
 def _describe(exc: Exception) -> str:
-    """A safe one-line description: the error class and status, never the request body."""
+    """A safe one-line description: the error class and status, or the real cause of a failed connection (the SDK
+    reports a refused connection or an unknown host as APITimeoutError); never the request body."""
     status = getattr(exc, "status_code", None)
+    cause = network_cause(exc) if status is None else None
+    if cause is not None and cause != TIMED_OUT:
+        return f"cannot connect: {cause}"
     return f"{type(exc).__name__}" + (f" (HTTP {status})" if status else "")

@@ -160,3 +160,45 @@ def test_unusable_database_is_one_clear_line_without_secrets(
     assert expected in err
     assert "Traceback" not in err
     assert "s3cretpw" not in err
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_ask_names_the_one_missing_variable(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """An endpoint without DIAG_MODEL: the message names DIAG_MODEL as the unset variable."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert main(["ask", "why?"]) == 2
+    err = capsys.readouterr().err
+    assert "DIAG_MODEL is unset" in err
+    assert "OPENAI_BASE_URL (or" not in err.split(";")[0]  # the endpoint is set: only the model is named missing
+
+
+@pytest.mark.usefixtures("cli_env")
+def test_ask_exits_non_zero_on_failure(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """A model endpoint that refuses connections: the turn ends FAILURE, `diagbot ask` exits 1, and the next step
+    points at the terminal's trace command (not the Slack one)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("DIAG_MODEL", "m")
+    assert main(["ask", "why is order-service failing?"]) == 1
+    captured = capsys.readouterr()
+    assert "FAILURE" in captured.out
+    assert "diagbot trace run_" in captured.out
+    assert "/diag trace" not in captured.out
+    assert "connection refused" in captured.err  # the retry warnings name the real cause
+    assert "APITimeoutError" not in captured.err
+
+
+def test_demo_runs_are_traceable_with_the_printed_command(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """`diagbot demo` prints, for each run, the exact `DATABASE_URL=... diagbot trace RUN` that shows it afterwards."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the demo's kept database lands under the test's folder
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    assert main(["demo"]) == 0
+    commands = re.findall(r"trace it: DATABASE_URL=(\S+) diagbot trace (run_[0-9a-f]+)", capsys.readouterr().out)
+    assert len(commands) >= 5
+    url, run_id = commands[-1]
+    assert str(tmp_path) in url
+    monkeypatch.setenv("DATABASE_URL", url)
+    assert main(["trace", run_id]) == 0
+    assert "RUN_FINISHED" in capsys.readouterr().out

@@ -286,3 +286,21 @@ def test_parse_completion_reads_the_wire_format() -> None:
     for bad in bads:
         with pytest.raises(ModelUnavailable):
             parse_completion(bad)
+
+
+@pytest.mark.parametrize(("base_url", "cause"), [
+    ("http://127.0.0.1:9/v1", "connection refused"),
+    ("http://no-such-host.invalid/v1", "host not found"),
+])
+async def test_a_failed_connection_names_its_real_cause(base_url: str, cause: str) -> None:
+    """The SDK reports a refused connection and an unknown host as APITimeoutError; ModelUnavailable says which."""
+    refuse_remote_models(False)
+    model = OpenAIChatModel(base_url, "k", max_retries=0)
+    try:
+        with pytest.raises(ModelUnavailable) as info:
+            await model.complete(model="m", messages=[{"role": "user", "content": "x"}], timeout_s=5)
+    finally:
+        await model.aclose()
+        refuse_remote_models(True)
+    assert cause in str(info.value)
+    assert "Timeout" not in str(info.value)
