@@ -17,7 +17,7 @@ from core.health.catalog import config_checks
 from core.health.model import check_model_endpoint
 from core.health.result import Check, CheckResult, Level, run_checks
 from core.health.stores import check_database, check_redis
-from core.health.tools import check_sql
+from core.health.tools import check_logs, check_sql
 from core.settings import Settings
 from entrypoints.check import check_command
 from testkit.openai_server import FakeOpenAIServer
@@ -224,3 +224,22 @@ def test_config_checks_cover_every_dependency() -> None:
     names = {c.name for c in config_checks(Settings(), serving=False)}
     assert {"model.settings", "model.endpoint", "redis", "database", "tool.query_logs", "tool.lookup_knowledge",
             "tool.query_mysql"} <= names
+
+
+async def test_loki_and_elasticsearch_are_checked_with_a_real_query() -> None:
+    """DIAG_LOKI_URL / DIAG_ES_URL: a fake server that answers is ok; a closed port is a warning naming the setting."""
+    from tests.fakes.es_server import FakeElasticsearch
+    from tests.fakes.loki_server import FakeLoki
+
+    async with FakeLoki() as loki:
+        result = await check_logs(Settings(diag_loki_url=loki.url))
+        assert result.level is Level.OK, result.line()
+        assert loki.url.split("://")[1] in result.detail
+    async with FakeElasticsearch() as es:
+        result = await check_logs(Settings(diag_es_url=es.url, diag_es_index="logs-*"))
+        assert result.level is Level.OK, result.line()
+    for setting in ("diag_loki_url", "diag_es_url"):
+        down = await check_logs(Settings.model_validate({setting: f"http://user:s3cret@{CLOSED}"}))
+        assert down.level is Level.WARN
+        assert setting.upper() in down.detail
+        assert "s3cret" not in down.line()
