@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-import openai
+from typing import TYPE_CHECKING
 
 from core.health.result import CheckResult, Level
 from core.health.urls import display_url
 from core.netdiag import network_cause
 from core.settings import Settings
+
+if TYPE_CHECKING:
+    import openai
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 
@@ -45,6 +48,8 @@ async def check_model_endpoint(settings: Settings, timeout_s: float = 2.5) -> Ch
     """models.list against the configured endpoint; SKIP when no endpoint is configured."""
     if not (settings.openai_base_url or settings.openai_api_key):
         return CheckResult(name="model.endpoint", level=Level.SKIP, detail="no endpoint configured")
+    import openai  # seconds to import: only when an endpoint is configured
+
     shown = display_url(settings.openai_base_url or OPENAI_DEFAULT_URL)
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "unused"
     client = openai.AsyncOpenAI(base_url=settings.openai_base_url, api_key=key, max_retries=0)
