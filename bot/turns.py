@@ -16,6 +16,7 @@ from bot.progress import MIN_INTERVAL_S, SlackProgress
 from bot.render.message import internal_error_message, render_outcome, shutdown_message
 from core.contracts.release import ReleaseOutcome
 from core.contracts.run import Budgets, SessionKey, Turn
+from core.observability.log_context import bind_log_fields, task_context
 from core.ports import ChatServicePort
 from core.service.chat_service import release_grace_s
 
@@ -64,7 +65,8 @@ class TurnRunner:
     def start(self, session: SessionKey, text: str, user: str, message_ts: str) -> asyncio.Task[None]:
         """Schedule a turn and return at once."""
         turn = Turn(session=session, text=text[:MAX_TURN_TEXT], user=user, message_ts=message_ts)
-        task = asyncio.create_task(self._run(turn), name=f"turn:{session.channel}:{message_ts}")
+        task = asyncio.create_task(self._run(turn), name=f"turn:{session.channel}:{message_ts}",
+                                   context=task_context(session=session.as_str()))  # every log line of the turn
         self._tasks.add(task)
         task.add_done_callback(self._done)
         return task
@@ -90,6 +92,7 @@ class TurnRunner:
             started = time.monotonic()
             try:
                 outcome = await self._chat.handle(turn, progress)
+                bind_log_fields(run_id=outcome.run_id)  # delivery's log lines belong to the run too
             except Exception:
                 log.exception("turn failed in channel %s", channel)
         except asyncio.CancelledError:  # shutdown after the grace period: say so in the thread, then stop

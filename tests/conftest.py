@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 import redis.asyncio as aioredis
 
 from core.llm.openai_model import refuse_remote_models
+from core.observability.log_setup import CHATTY_LOGGERS
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 MARIADB_URL = os.environ.get("TEST_MARIADB_URL", "mysql+aiomysql://root@127.0.0.1:3306/test")
@@ -55,3 +57,19 @@ async def redis_client(key_prefix: str) -> AsyncIterator[aioredis.Redis]:
 def sqlite_url(tmp_path: os.PathLike[str]) -> str:
     """A fresh SQLite database file for the audit stores."""
     return f"sqlite+aiosqlite:///{tmp_path}/diag.db"
+
+
+@pytest.fixture
+def restore_logging() -> Iterator[None]:
+    """configure_logging changes process-wide logging; put the test runner's set-up back afterwards."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    chatty = {name: logging.getLogger(name).level for name in CHATTY_LOGGERS}
+    yield
+    for handler in list(root.handlers):
+        root.removeHandler(handler)
+    for handler in handlers:
+        root.addHandler(handler)
+    root.setLevel(level)
+    for name, old in chatty.items():
+        logging.getLogger(name).setLevel(old)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import Context, ContextVar, copy_context
 from types import MappingProxyType
 
 FIELDS = ("run_id", "session")
@@ -26,6 +26,19 @@ def log_fields(**fields: str) -> Iterator[None]:
         yield
     finally:
         _current.reset(token)
+
+
+def bind_log_fields(**fields: str) -> None:
+    """Bind fields for the rest of the current task (use in a task started with `task_context`, whose context is its
+    own, so nothing leaks to other tasks)."""
+    _current.set(MappingProxyType({**_current.get(), **fields}))
+
+
+def task_context(**fields: str) -> Context:
+    """A copy of the current context with fields bound: `asyncio.create_task(coro, context=task_context(...))`."""
+    context = copy_context()
+    context.run(bind_log_fields, **fields)
+    return context
 
 
 def current_fields() -> Mapping[str, str]:

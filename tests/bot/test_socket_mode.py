@@ -161,3 +161,46 @@ async def test_socket_mode_acks_are_timed(fake_slack: FakeSlack) -> None:
         await fake_slack.wait_for_ack(first)
         await fake_slack.wait_for_metadata(timeout_s=10)
     assert sample(metrics.render().decode(), "diagbot_slack_ack_duration_seconds_count", mode="socket") == 1
+
+
+class _RecordingRetention:
+    """Stands in for the RetentionScheduler: records that serve started and closed it."""
+
+    def __init__(self) -> None:
+        self.events: list[str] = []
+
+    def start(self) -> None:
+        self.events.append("start")
+
+    async def aclose(self) -> None:
+        self.events.append("close")
+
+
+@dataclass
+class _ServicesWithRetention(_Services):
+    """The port double plus the retention scheduler real services build."""
+
+    retention: _RecordingRetention
+
+    def retention_scheduler(self) -> _RecordingRetention:
+        return self.retention
+
+
+async def test_serve_runs_the_retention_job_while_serving(fake_slack: FakeSlack) -> None:
+    """serve() starts the services' daily retention job when it starts serving and stops it on the way out."""
+    retention = _RecordingRetention()
+    async with _serving(_settings(fake_slack), fake_slack, _ServicesWithRetention(FakeChat(), InMemoryKV(), retention)):
+        assert retention.events == ["start"]
+    assert retention.events == ["start", "close"]
+
+
+async def test_real_services_build_a_retention_job_over_their_database(tmp_path: Path) -> None:
+    """build_services' retention_scheduler purges its own database (none without a database)."""
+    from core.bootstrap import build_services
+    from core.service.retention import RetentionScheduler
+
+    services = await build_services(Settings(database_url=f"sqlite+aiosqlite:///{tmp_path}/d.db", diag_retention_days=7))
+    try:
+        assert isinstance(services.retention_scheduler(), RetentionScheduler)
+    finally:
+        await services.aclose()

@@ -7,7 +7,6 @@ import asyncio
 import io
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,28 +16,12 @@ from core.bootstrap import build_services
 from core.contracts.release import Outcome
 from core.contracts.run import SessionKey, Turn
 from core.observability.log_context import log_fields
-from core.observability.log_setup import CHATTY_LOGGERS, configure_logging
+from core.observability.log_setup import configure_logging
 from core.settings import DEMO_CLOCK, Settings
 from testkit.openai_server import FakeOpenAIServer
 from tests.bot.test_real_pipeline import _grounded_script
 
 REASONING = "private-chain-of-thought-7f3a"
-
-
-@pytest.fixture
-def restore_logging() -> Iterator[None]:
-    """configure_logging changes process-wide logging; put the test runner's set-up back afterwards."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
-    chatty = {name: logging.getLogger(name).level for name in CHATTY_LOGGERS}
-    yield
-    for handler in list(root.handlers):
-        root.removeHandler(handler)
-    for handler in handlers:
-        root.addHandler(handler)
-    root.setLevel(level)
-    for name, old in chatty.items():
-        logging.getLogger(name).setLevel(old)
 
 
 def _lines(stream: io.StringIO) -> list[dict[str, object]]:
