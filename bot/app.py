@@ -93,7 +93,7 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
         client=client,
         dedup=Deduplicator(kv),
         runner=TurnRunner(chat, client, progress_interval_s, run_deadline_s=settings.budgets.deadline_s,
-                          delivery=delivery),
+                          delivery=delivery, streaming=settings.diag_slack_streaming),
         access=RunAccess(chat, ChannelMembers(client)),
     )
     register_events(app, deps)

@@ -12,8 +12,9 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import DeliveryPolicy, deliver_final
-from bot.progress import MIN_INTERVAL_S, SlackProgress
+from bot.progress import MIN_INTERVAL_S
 from bot.render.message import internal_error_message, render_outcome, shutdown_message
+from bot.stream import progress_for
 from core.contracts.release import ReleaseOutcome
 from core.contracts.run import Budgets, SessionKey, Turn
 from core.observability.log_context import bind_log_fields, task_context
@@ -39,8 +40,10 @@ class TurnRunner:
     """Starts turns as background tasks (references kept so they are not garbage-collected) and delivers results."""
 
     def __init__(self, chat: ChatServicePort, client: AsyncWebClient, progress_interval_s: float = MIN_INTERVAL_S, *,
-                 run_deadline_s: float = Budgets().deadline_s, delivery: DeliveryPolicy = DeliveryPolicy()) -> None:
+                 run_deadline_s: float = Budgets().deadline_s, delivery: DeliveryPolicy = DeliveryPolicy(),
+                 streaming: bool = False) -> None:
         self._chat = chat
+        self._streaming = streaming
         self._client = client
         self._progress_interval_s = progress_interval_s
         self._answer_by_s = answer_by_s(run_deadline_s)
@@ -84,7 +87,8 @@ class TurnRunner:
 
     async def _run(self, turn: Turn) -> None:
         channel, thread_ts = turn.session.channel, turn.session.thread_ts
-        progress = SlackProgress(self._client, channel, thread_ts, self._progress_interval_s)
+        progress = progress_for(self._client, channel, thread_ts, user=turn.user, team=turn.session.team,
+                                streaming=self._streaming, edit_interval_s=self._progress_interval_s)
         outcome: ReleaseOutcome | None = None
         until = time.monotonic() + self._answer_by_s
         try:

@@ -66,6 +66,13 @@ class Settings(BaseSettings):
     diag_auto_migrate: bool | None = None
     # Rows of timeline, audit, reasoning audit and runs older than this many days are purged daily.
     diag_retention_days: int = Field(default=30, ge=1)
+
+    # Slack presentation. Streaming progress (chat.startStream + task updates) falls back to placeholder edits when
+    # Slack refuses it; DIAG_SLACK_STREAMING=false always uses the edits. Link templates turn sources into links
+    # ({service}, {query}, {start}, {end}; URL-encoded), e.g. a Grafana Explore or Kibana Discover URL.
+    diag_slack_streaming: bool = True
+    diag_logs_link_template: str | None = None
+    diag_sql_link_template: str | None = None
     # Logs: `text` (one human line) or `json` (one object per line with run_id and session).
     diag_log_format: Literal["text", "json"] = "text"
 

@@ -36,7 +36,8 @@ async def fake_slack() -> AsyncIterator[FakeSlack]:
 @pytest.fixture
 def settings(fake_slack: FakeSlack) -> Settings:
     """Settings pointing the Web API client at the fake server."""
-    return Settings(slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET),
+    return Settings(
+        diag_slack_streaming=False, slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET),
                     slack_api_url=fake_slack.api_url)
 
 

@@ -50,11 +50,12 @@ def _grounded_script() -> list[Any]:
 
 
 @pytest.fixture
-async def real(fake_slack: FakeSlack, redis_client: aioredis.Redis, key_prefix: str, tmp_path: Path
-               ) -> AsyncIterator[tuple[Harness, FakeOpenAIServer]]:
-    """The app over the real services; the model is the local scripted server."""
+async def real(fake_slack: FakeSlack, redis_client: aioredis.Redis, key_prefix: str, tmp_path: Path,
+               request: pytest.FixtureRequest) -> AsyncIterator[tuple[Harness, FakeOpenAIServer]]:
+    """The app over the real services; the model is the local scripted server (indirect param: streaming on)."""
     async with FakeOpenAIServer() as model_server:
         settings = Settings(
+            diag_slack_streaming=bool(getattr(request, "param", False)),
             slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET), slack_api_url=fake_slack.api_url,
             openai_base_url=model_server.base_url, openai_api_key=SecretStr("test"), diag_model="test-model",
             database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db", diag_clock=DEMO_CLOCK,
@@ -99,3 +100,87 @@ async def test_grounded_diagnosis_reaches_slack_and_its_trace_is_viewable(real: 
     assert "RUN_STARTED" in trace
     assert "SEMANTIC_GUARD" in trace
     assert "RUN_FINISHED" in trace
+
+
+POOL_SQL = ("SELECT ts, service, active, idle, waiting FROM db_connection_pool_stats "
+            "WHERE service = 'order-service' ORDER BY ts DESC LIMIT 5")
+CONCLUSION = "order-service is failing on HikariPool connection errors."
+POOL_TEXT = "The order-service pool statistics were returned by the database."
+
+
+def _two_tool_script() -> list[Any]:
+    draft = {
+        "conclusion": {"text": CONCLUSION, "based_on_analysis_ids": ["a1", "a2"]},
+        "analysis": [
+            {"analysis_id": "a1", "kind": "NORMAL", "text": "order-service logged HikariPool connection errors.",
+             "tool_call_ids": ["{{call:1}}"]},
+            {"analysis_id": "a2", "kind": "NORMAL", "text": POOL_TEXT, "tool_call_ids": ["{{call:2}}"]},
+        ],
+        "action_plan": [], "recommendations": [],
+        "limitations": {"scope": "order-service ERROR logs and pool statistics", "missing_info": []},
+    }
+    return [
+        _route("DIAGNOSIS"),
+        {"tool_calls": [{"id": "call_t0", "name": "query_logs", "arguments": HIKARI}]},
+        {"tool_calls": [{"id": "call_t1", "name": "query_mysql", "arguments": {"sql": POOL_SQL}}]},
+        recorded_reply({"tool_calls": [{"id": "call_submit", "name": "submit_diagnosis_draft", "arguments": draft}]}),
+        {"content": json.dumps({"verdict": "SUPPORTED", "reason": "the cited lines and rows show it"})},
+    ]
+
+
+def _stream_chunks(slack: FakeSlack) -> list[dict[str, Any]]:
+    return [c for m in ("chat.startStream", "chat.appendStream", "chat.stopStream") for call in slack.calls_of(m)
+            for c in call.params.get("chunks") or []]
+
+
+@pytest.mark.parametrize("real", [True], indirect=True)
+async def test_streamed_progress_shows_a_task_per_tool_call_then_the_checks_and_never_the_draft(
+    real: tuple[Harness, FakeOpenAIServer]
+) -> None:
+    """Streaming on: each tool call is a task (what was queried, its result) in call order, then the evidence check,
+    the review and the release; no draft text is in any streamed chunk; one final message with metadata replaces it."""
+    h, model = real
+    model.push(*_two_tool_script())
+    await h.send.event(mention(ts="41.0"))
+    await h.settle(30)
+    start = h.slack.calls_of("chat.startStream")[0].params
+    assert (start["recipient_user_id"], start["recipient_team_id"], start["thread_ts"]) == ("U1", "T1", "41.0")
+    assert h.slack.calls_of("chat.postMessage") == []  # no placeholder: the stream is the progress
+    chunks = _stream_chunks(h.slack)
+    titles: dict[str, str] = {}
+    for chunk in chunks:
+        if chunk["type"] == "task_update":
+            titles.setdefault(chunk["id"], chunk["title"])
+    ordered = list(titles.values())
+    assert ordered[0].startswith('Logs · order-service "HikariPool" ERROR')
+    assert ordered[1].startswith("Database · SELECT ts, service, active, idle, waiting FROM")
+    assert ordered[2:] == ["Checking every claim against the tool results", "Independent review of the evidence",
+                           "Preparing the answer"]
+    outputs = [str(c["output"]) for c in chunks if c["type"] == "task_update" and c.get("output")]
+    assert any(o.endswith("matching lines") for o in outputs)
+    assert "5 rows" in outputs
+    streamed = json.dumps([c.params for m in ("chat.startStream", "chat.appendStream", "chat.stopStream")
+                           for c in h.slack.calls_of(m)], ensure_ascii=False)
+    for draft_text in (CONCLUSION, POOL_TEXT, "order-service logged HikariPool connection errors"):
+        assert draft_text not in streamed
+    [final] = h.slack.finals("C1", "41.0")
+    assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
+    assert CONCLUSION in json.dumps(final["blocks"], ensure_ascii=False)
+    assert not h.slack.streams[("C1", final["ts"])].streaming
+
+
+@pytest.mark.parametrize("real", [True], indirect=True)
+async def test_streaming_refused_falls_back_to_placeholder_edits(real: tuple[Harness, FakeOpenAIServer]) -> None:
+    """When Slack refuses chat.startStream, the turn posts the placeholder, edits it with the same tasks, then the
+    final message replaces it."""
+    h, model = real
+    h.slack.fail("chat.startStream", "unknown_method")
+    model.push(*_two_tool_script())
+    await h.send.event(mention(ts="42.0"))
+    await h.settle(30)
+    assert h.slack.calls_of("chat.postMessage")[0].params["text"] == "Looking into it…"
+    edits = [json.dumps(c.params.get("blocks")) for c in h.slack.calls_of("chat.update")[:-1]]
+    assert any("Logs \\u00b7 order-service" in e or "Logs · order-service" in e for e in edits)
+    [final] = h.slack.finals("C1", "42.0")
+    assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
+    assert h.slack.calls_of("chat.appendStream") == []

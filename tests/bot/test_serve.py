@@ -37,7 +37,8 @@ def _free_port() -> int:
 async def test_http_mode_serves_health_and_events_then_stops(fake_slack: FakeSlack, tmp_path: Path) -> None:
     """Without SLACK_APP_TOKEN, serve() listens on PORT; signed events are acked; stop closes everything."""
     port = _free_port()
-    settings = Settings(slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET),
+    settings = Settings(
+        diag_slack_streaming=False, slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET),
                         slack_api_url=fake_slack.api_url, database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db",
                         port=port)
     stop = asyncio.Event()
@@ -63,7 +64,8 @@ async def test_http_mode_serves_health_and_events_then_stops(fake_slack: FakeSla
 
 async def test_serve_tunes_gc_for_low_ack_latency(fake_slack: FakeSlack, tmp_path: Path) -> None:
     """serve() freezes the startup heap and raises the young-generation threshold (restored here afterwards)."""
-    settings = Settings(slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET),
+    settings = Settings(
+        diag_slack_streaming=False, slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET),
                         slack_api_url=fake_slack.api_url, database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db",
                         port=_free_port())
     stop = asyncio.Event()

@@ -43,7 +43,8 @@ class _Services:
 
 
 def _settings(fake_slack: FakeSlack, **extra: object) -> Settings:
-    return Settings(slack_bot_token=SecretStr("xoxb-test"), slack_app_token=SecretStr("xapp-test"),
+    return Settings(
+        diag_slack_streaming=False, slack_bot_token=SecretStr("xoxb-test"), slack_app_token=SecretStr("xapp-test"),
                     slack_api_url=fake_slack.api_url, **extra)  # type: ignore[arg-type]
 
 

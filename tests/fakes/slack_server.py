@@ -1,11 +1,12 @@
 """A local fake of the Slack Web API (aiohttp): records every call, answers like Slack, injects faults.
 
-Answers auth.test, chat.postMessage (returns a ts), chat.update, chat.delete, chat.postEphemeral, conversations.members
-(configurable, paginated), reactions.add, and a response_url endpoint for Bolt's `respond()`. It is also a Socket Mode
-server: apps.connections.open hands out `ws://.../link`, where it says `hello`, pushes the envelopes a test queues
-with `push()` and records the client's acks (`wait_for_ack()`). It validates
-Block Kit limits the way Slack does (invalid_blocks / msg_blocks_too_long), so a renderer bug shows up as
-an `ok: false` answer here rather than in production. `plan` (tests/fakes/slack_faults.py) injects any bad answer —
+Answers auth.test, chat.postMessage (returns a ts), chat.update, chat.delete, chat.postEphemeral,
+conversations.members (configurable, paginated), reactions.add, the streaming methods and assistant.threads.*
+(slack_ai.py), and a response_url endpoint for Bolt's `respond()`. It is also a Socket Mode server:
+apps.connections.open hands out `ws://.../link`, where it says `hello`, pushes the envelopes a test queues with
+`push()` and records the client's acks (`wait_for_ack()`). It validates Block Kit limits the way Slack does
+(slack_blocks.py: invalid_blocks / only_one_table_allowed / msg_blocks_too_long), so a renderer bug shows up as an
+`ok: false` answer here rather than in production. `plan` (tests/fakes/slack_faults.py) injects any bad answer —
 JSON errors, text/HTML/empty bodies, resets, 429s — per method and call number; `thread()` / `finals()` show what a
 user sees in a thread after every edit and deletion.
 """
@@ -23,12 +24,16 @@ from typing import Any
 
 from aiohttp import WSCloseCode, WSMsgType, web
 
+from tests.fakes.slack_ai import AiSurface, Stream
+from tests.fakes.slack_blocks import TOTAL_BLOCKS_CHARS, validate_blocks
 from tests.fakes.slack_faults import FaultPlan
+
+__all__ = ["BOT_ID", "BOT_USER_ID", "TEAM_ID", "TOTAL_BLOCKS_CHARS", "Call", "FakeSlack", "Fault", "Stream",
+           "validate_blocks"]
 
 BOT_USER_ID = "UBOT"
 BOT_ID = "BBOT"
 TEAM_ID = "T1"
-TOTAL_BLOCKS_CHARS = 13_000
 
 
 @dataclass
@@ -56,34 +61,8 @@ def _parse_json_fields(params: dict[str, Any]) -> dict[str, Any]:
     return params
 
 
-def validate_blocks(blocks: list[dict[str, Any]] | None) -> str | None:
-    """Slack's block checks that matter here; returns the error code or None."""
-    if not blocks:
-        return None
-    if len(blocks) > 50:
-        return "invalid_blocks"
-    for b in blocks:
-        kind = b.get("type")
-        if kind == "header" and len(b["text"]["text"]) > 150:
-            return "invalid_blocks"
-        if kind == "section":
-            if "text" in b and not 0 < len(b["text"]["text"]) <= 3000:
-                return "invalid_blocks"
-            if any(len(f["text"]) > 2000 for f in b.get("fields", [])) or len(b.get("fields", [])) > 10:
-                return "invalid_blocks"
-        if kind == "context" and not 0 < len(b["elements"]) <= 10:
-            return "invalid_blocks"
-        if kind == "actions" and not 0 < len(b["elements"]) <= 25:
-            return "invalid_blocks"
-        if kind not in {"header", "section", "context", "actions", "divider"}:
-            return "invalid_blocks"
-    if len(json.dumps(blocks)) > TOTAL_BLOCKS_CHARS:
-        return "msg_blocks_too_long"
-    return None
-
-
 @dataclass
-class FakeSlack:
+class FakeSlack(AiSurface):
     """The fake server's state; `start()` serves it on a free local port."""
 
     members: dict[str, list[str]] = field(default_factory=dict)
@@ -95,6 +74,11 @@ class FakeSlack:
     hold: dict[str, asyncio.Event] = field(default_factory=dict)
     plan: FaultPlan = field(default_factory=FaultPlan)  # fault injection by method and call number (slack_faults.py)
     deleted: list[tuple[str, str]] = field(default_factory=list)
+    streams: dict[tuple[str, str], Stream] = field(default_factory=dict)  # chat.*Stream (slack_ai.py)
+    statuses: list[dict[str, Any]] = field(default_factory=list)  # assistant.threads.setStatus
+    suggested_prompts: list[dict[str, Any]] = field(default_factory=list)
+    titles: list[dict[str, Any]] = field(default_factory=list)
+    rejected_responses: list[dict[str, Any]] = field(default_factory=list)  # response_url posts Slack would refuse
     _call_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _response_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
@@ -228,6 +212,9 @@ class FakeSlack:
     async def _response(self, request: web.Request) -> web.Response:
         body = await request.json()
         body["_key"] = request.match_info["key"]
+        if (error := validate_blocks(body.get("blocks"))) is not None or len(body.get("text") or "") > 40_000:
+            self.rejected_responses.append(body)  # Slack refuses the payload; nothing reaches the user
+            return web.Response(status=400, text=error or "msg_too_long")
         self.responses.append(body)
         self._response_arrived.set()
         return web.Response(text="ok")
@@ -296,20 +283,25 @@ class FakeSlack:
         error = validate_blocks(params.get("blocks"))
         return {"ok": False, "error": error} if error else None
 
+    def new_ts(self) -> str:
+        """A fresh message ts."""
+        return f"1700000000.{next(self._ts):06d}"
+
     def _m_chat_postMessage(self, params: dict[str, Any]) -> dict[str, Any]:
         if (bad := self._check_message(params)) is not None:
             return bad
-        ts = f"1700000000.{next(self._ts):06d}"
+        ts = self.new_ts()
         self.messages[(params["channel"], ts)] = params
         return {"ok": True, "channel": params["channel"], "ts": ts, "message": {"text": params.get("text"), "ts": ts}}
 
     def _m_chat_update(self, params: dict[str, Any]) -> dict[str, Any]:
-        if (bad := self._check_message(params)) is not None:
+        if (bad := self._check_message(params) or self.streaming_conflict(params)) is not None:
             return bad
         key = (params["channel"], params.get("ts", ""))
         if key not in self.messages:
             return {"ok": False, "error": "message_not_found"}
         self.messages[key] = {**self.messages[key], **params}
+        self.messages[key].pop("chunks", None)  # an edit replaces the streamed content too
         return {"ok": True, "channel": params["channel"], "ts": params["ts"], "text": params.get("text")}
 
     def _m_chat_delete(self, params: dict[str, Any]) -> dict[str, Any]:
