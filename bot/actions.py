@@ -9,10 +9,12 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from bot.commands import safe_trace_message
 from bot.deps import BotDeps
 from bot.render.footer import VIEW_TRACE_ACTION
+from bot.verify import register_verify_actions
 
 
 def register_actions(app: AsyncApp, deps: BotDeps) -> None:
-    """Attach the view_trace action listener."""
+    """Attach the view_trace, show_evidence, show_all_findings and feedback action listeners."""
+    register_verify_actions(app, deps)
 
     @app.action(VIEW_TRACE_ACTION)
     async def on_view_trace(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:

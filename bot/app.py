@@ -23,11 +23,16 @@ from bot.events import register_events
 from bot.metering import CountingRetryHandler, MeteredWebClient
 from bot.outgoing import OutgoingRedaction, RedactingWebClient, install_respond_redaction
 from bot.progress import MIN_INTERVAL_S
+from bot.render.links import SourceLinks
+from bot.render.message import RenderOptions
 from bot.turns import TurnRunner
 from bot.unhandled import register_unhandled
+from core.contracts.run import RunRecord
 from core.observability.metrics import Metrics
-from core.ports import ChatServicePort, KeyValueStore
+from core.ports import ChatServicePort, FeedbackPort, KeyValueStore
+from core.service.feedback import FeedbackService
 from core.settings import Settings
+from core.stores.memory import InMemoryFeedbackStore
 
 SLACK_API_DEFAULT = "https://slack.com/api/"
 # Outgoing Web API calls in flight at once. Slack rate-limits posting (~1 msg/s per channel) anyway; a small pool
@@ -77,7 +82,8 @@ class SlackBot:
 
 def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, client: AsyncWebClient | None = None,
               progress_interval_s: float = MIN_INTERVAL_S, pooled: bool = True,
-              metrics: Metrics | None = None, delivery: DeliveryPolicy = DeliveryPolicy()) -> SlackBot:
+              metrics: Metrics | None = None, delivery: DeliveryPolicy = DeliveryPolicy(),
+              feedback: FeedbackPort | None = None) -> SlackBot:
     """Build the app and its listeners' shared state (call inside a running loop when pooled; close with aclose)."""
     session = None
     if client is None and pooled:
@@ -93,14 +99,32 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
         client=client,
         dedup=Deduplicator(kv),
         runner=TurnRunner(chat, client, progress_interval_s, run_deadline_s=settings.budgets.deadline_s,
-                          delivery=delivery, streaming=settings.diag_slack_streaming),
+                          delivery=delivery, streaming=settings.diag_slack_streaming, render=render_options(settings)),
         access=RunAccess(chat, ChannelMembers(client)),
+        feedback=feedback or FeedbackService(InMemoryFeedbackStore(), _RunsOf(chat), metrics),
+        render=render_options(settings),
     )
     register_events(app, deps)
     register_commands(app, deps)
     register_actions(app, deps)
     register_unhandled(app)  # last: only what no listener above handles
     return SlackBot(app=app, deps=deps, session=session)
+
+
+class _RunsOf:
+    """The run look-up a bot built without a feedback service needs (votes stay in this process)."""
+
+    def __init__(self, chat: ChatServicePort) -> None:
+        self._chat = chat
+
+    async def get(self, run_id: str) -> RunRecord | None:
+        return await self._chat.get_run(run_id)
+
+
+def render_options(settings: Settings) -> RenderOptions:
+    """Presentation settings for the renderers: deep-link templates and the feedback control's form."""
+    return RenderOptions(links=SourceLinks(settings.diag_logs_link_template, settings.diag_sql_link_template),
+                         plain_feedback=settings.diag_slack_plain_feedback)
 
 
 def build_app(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *,

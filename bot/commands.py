@@ -38,7 +38,8 @@ async def trace_message(deps: BotDeps, run_id: str, team: str, user: str) -> dic
     if run is None:
         return {"text": DENIAL}
     events = await deps.chat.timeline(run_id)
-    blocks = fit_blocks(timeline_blocks(run, events), run_id=None)
+    tally = await deps.feedback.tally(run_id)
+    blocks = fit_blocks(timeline_blocks(run, events, tally), run_id=None)
     return {"text": f"Trace of run {run_id}", "blocks": blocks}
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import RunAccess
 from bot.dedup import Deduplicator
+from bot.render.message import RenderOptions
 from bot.turns import TurnRunner
-from core.ports import ChatServicePort
+from core.ports import ChatServicePort, FeedbackPort
 
 
 @dataclass
@@ -21,3 +22,5 @@ class BotDeps:
     dedup: Deduplicator
     runner: TurnRunner
     access: RunAccess
+    feedback: FeedbackPort
+    render: RenderOptions = field(default_factory=RenderOptions)

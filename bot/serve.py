@@ -172,7 +172,8 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     if services is None:
         services = owned = await _build_services(settings)
     metrics: Metrics = getattr(services, "metrics", None) or Metrics()  # lighter test doubles may have none
-    bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics)
+    feedback = getattr(services, "feedback", None)  # votes go to SQL with the real services
+    bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics, feedback=feedback)
     readiness = build_readiness(settings, services, warnings)
     tune_gc()
     stop = stop or _stop_event()

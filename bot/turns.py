@@ -13,7 +13,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import DeliveryPolicy, deliver_final
 from bot.progress import MIN_INTERVAL_S
-from bot.render.message import internal_error_message, render_outcome, shutdown_message
+from bot.render.message import RenderOptions, internal_error_message, render_outcome, shutdown_message
 from bot.stream import progress_for
 from core.contracts.release import ReleaseOutcome
 from core.contracts.run import Budgets, SessionKey, Turn
@@ -41,8 +41,9 @@ class TurnRunner:
 
     def __init__(self, chat: ChatServicePort, client: AsyncWebClient, progress_interval_s: float = MIN_INTERVAL_S, *,
                  run_deadline_s: float = Budgets().deadline_s, delivery: DeliveryPolicy = DeliveryPolicy(),
-                 streaming: bool = False) -> None:
+                 streaming: bool = False, render: RenderOptions = RenderOptions()) -> None:
         self._chat = chat
+        self._render = render
         self._streaming = streaming
         self._client = client
         self._progress_interval_s = progress_interval_s
@@ -109,7 +110,7 @@ class TurnRunner:
         finally:  # no progress task may outlive its turn
             await progress.close()
         msg = (internal_error_message(progress.run_id) if outcome is None
-               else render_outcome(outcome, time.monotonic() - started))
+               else render_outcome(outcome, time.monotonic() - started, self._render))
         await deliver_final(self._client, channel, thread_ts, progress.ts, msg, until=until, policy=self._delivery)
 
     async def aclose(self, timeout_s: float = 10.0) -> None:

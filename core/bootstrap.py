@@ -31,9 +31,10 @@ from core.llm.model import ModelReply, ModelUnavailable
 from core.llm.prompts import PromptLibrary
 from core.observability.metered_model import MeteredChatModel
 from core.observability.metrics import Metrics
-from core.ports import AuditStore, CanonicalStore, ChatModel, KeyValueStore, RunStore, TimelineStore, Tool
+from core.ports import AuditStore, CanonicalStore, ChatModel, FeedbackStore, KeyValueStore, RunStore, TimelineStore, Tool
 from core.release.release import DiagnosisRelease
 from core.service.chat_service import ChatService, RunVersions
+from core.service.feedback import FeedbackService
 from core.service.retention import RetentionScheduler
 from core.service.sessions import SessionGate
 from core.service.timeline import RunTimeline
@@ -46,9 +47,11 @@ from core.steps.router import IntentRouter
 from core.steps.schemas import diagnosis_tools, knowledge_tools
 from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
 from core.stores.kv import InMemoryKV, RedisKV
+from core.stores.memory import InMemoryFeedbackStore
 from core.stores.sql.audit import SqlAuditStore
 from core.stores.sql.db import Database
 from core.stores.sql.errors import describe_database_error
+from core.stores.sql.feedback import SqlFeedbackStore
 from core.stores.sql.migrate import MigrationError, prepare_schema
 from core.stores.sql.retention import purge_older_than
 from core.stores.sql.runs import SqlRunStore
@@ -124,6 +127,7 @@ class Services:
     is_model_configured: bool
     redis: aioredis.Redis | None = None
     metrics: Metrics = field(default_factory=Metrics)
+    feedback: FeedbackService | None = None
     _closers: list[Any] = field(default_factory=list)
 
     def timeline_for(self, run_id: str) -> RunTimeline:
@@ -188,6 +192,7 @@ async def build_services(
     redis_prefix: str = "diag:",
     budgets: Budgets | None = None,
     metrics: Metrics | None = None,
+    feedback_store: FeedbackStore | None = None,
 ) -> Services:
     """Build every adapter from settings; keyword overrides replace single adapters (tests, benchmarks)."""
     closers: list[Any] = []
@@ -219,6 +224,7 @@ async def build_services(
             audit = audit or SqlAuditStore(database)
             runs = runs or SqlRunStore(database)
             timeline_store = timeline_store or SqlTimelineStore(database)
+            feedback_store = feedback_store or SqlFeedbackStore(database)
 
         configured = model is not None or model_configured(settings)
         if model is None:
@@ -286,8 +292,10 @@ async def build_services(
             metrics=metrics,
             redactor=redactor,
         )
+        feedback = FeedbackService(feedback_store or InMemoryFeedbackStore(), runs, metrics)
         return Services(
-            settings=settings, chat_service=chat_service, boundary=boundary, canonical=canonical, kv=kv, runs=runs,
+            feedback=feedback, settings=settings, chat_service=chat_service, boundary=boundary,
+            canonical=canonical, kv=kv, runs=runs,
             timeline_store=timeline_store, audit=audit, database=database, model=model, prompts=prompts,
             is_model_configured=configured, redis=redis_client, metrics=metrics, _closers=closers,
         )

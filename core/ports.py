@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary, CanonicalRecord, InvocationMeta, RawResult, ToolName
+from core.contracts.feedback import Feedback, FeedbackTally, Vote
 from core.contracts.progress import ProgressUpdate
 from core.contracts.release import PublishedReport, ReleaseOutcome, SemanticVerdict, VerifiedEvidenceSnapshot, Violation
 from core.contracts.run import EventType, Intent, RunRecord, StopReason, TimelineEvent, Turn
@@ -222,6 +224,28 @@ class ProgressSink(Protocol):
     async def update(self, run_id: str, update: ProgressUpdate) -> None:
         """One typed update (stage + detail): what the tools did and which stage runs, never draft text."""
         ...
+
+
+class FeedbackStore(Protocol):
+    """One 👍/👎 per user and run (SQL in production)."""
+
+    async def record(self, vote: Feedback) -> None:
+        """Store the vote, replacing the same user's earlier vote on that run."""
+        ...
+
+    async def for_run(self, run_id: str) -> list[Feedback]: ...
+
+    async def since(self, when: datetime, limit: int = 100_000) -> list[Feedback]: ...
+
+
+class FeedbackPort(Protocol):
+    """What the delivery channels call to record and read votes (core.service.feedback.FeedbackService)."""
+
+    async def vote(self, run_id: str, user: str, team: str, vote: Vote) -> bool:
+        """Record a vote on a finished run; False when the run does not exist."""
+        ...
+
+    async def tally(self, run_id: str) -> FeedbackTally: ...
 
 
 class ChatServicePort(Protocol):

@@ -71,6 +71,8 @@ class Settings(BaseSettings):
     # Slack refuses it; DIAG_SLACK_STREAMING=false always uses the edits. Link templates turn sources into links
     # ({service}, {query}, {start}, {end}; URL-encoded), e.g. a Grafana Explore or Kibana Discover URL.
     diag_slack_streaming: bool = True
+    # 👍/👎 as ordinary buttons instead of Slack's feedback_buttons (for workspaces without context_actions).
+    diag_slack_plain_feedback: bool = False
     diag_logs_link_template: str | None = None
     diag_sql_link_template: str | None = None
     # Logs: `text` (one human line) or `json` (one object per line with run_id and session).

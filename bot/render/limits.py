@@ -47,8 +47,8 @@ def size(blocks: list[Block]) -> int:
 
 def truncation_marker(run_id: str | None) -> Block:
     """The visible marker added whenever content was cut."""
-    where = f"see /diag trace {run_id}" if run_id else "the full text was too long for Slack"
-    return context(f"{ELLIPSIS}truncated, {where}")
+    del run_id  # the trace holds the run's steps, not the cut text: pointing there would mislead
+    return context(f"{ELLIPSIS}shortened to fit Slack's message limits")
 
 
 def clamp_block(block: Block) -> Block:

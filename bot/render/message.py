@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
@@ -11,8 +12,9 @@ from bot.render.footer import footer
 from bot.render.help import chat_blocks
 from bot.render.knowledge import knowledge_blocks, knowledge_summary
 from bot.render.limits import clip_plain, fit_blocks
+from bot.render.links import SourceLinks
 from bot.render.mrkdwn import escape, section
-from bot.render.report import report_blocks, report_summary
+from bot.render.report import hidden_findings, report_blocks, report_summary
 from core.contracts.release import Outcome, ReleaseOutcome
 
 EVENT_TYPE = "diag_run_finished"
@@ -38,24 +40,35 @@ def run_metadata(run_id: str, intent: str | None, outcome: str, fallback_type: s
             "event_payload": {"run_id": run_id, "intent": intent, "outcome": outcome, "fallback_type": fallback_type}}
 
 
-def _body(outcome: ReleaseOutcome) -> tuple[list[dict[str, Any]], str]:
+@dataclass(frozen=True)
+class RenderOptions:
+    """Presentation settings: deep links for sources and the feedback control's form."""
+
+    links: SourceLinks | None = None
+    plain_feedback: bool = False
+
+
+def _body(outcome: ReleaseOutcome, options: RenderOptions) -> tuple[list[dict[str, Any]], str]:
     if outcome.intent == "CHAT":
         text = outcome.chat_text or "I can diagnose incidents from logs, databases and runbooks. Try `/diag help`."
         return chat_blocks(text), text
     if outcome.intent == "KNOWLEDGE" and outcome.outcome != Outcome.FAILURE:
         return knowledge_blocks(outcome.knowledge), knowledge_summary(outcome.knowledge)
     if outcome.outcome == Outcome.SUCCESS and outcome.report is not None:
-        return report_blocks(outcome.report), report_summary(outcome.report)
+        return report_blocks(outcome.report, options.links), report_summary(outcome.report)
     return fallback_blocks(outcome.outcome, outcome.fallback_type, outcome.fallback), fallback_summary(
         outcome.outcome, outcome.fallback
     )
 
 
-def render_outcome(outcome: ReleaseOutcome, duration_s: float | None = None) -> SlackMessage:
-    """Render a turn's outcome as one bounded Slack message."""
-    body, summary = _body(outcome)
+def render_outcome(outcome: ReleaseOutcome, duration_s: float | None = None,
+                   options: RenderOptions = RenderOptions()) -> SlackMessage:
+    """Render a turn's outcome as one bounded Slack message (footer, buttons and 👍/👎 included)."""
+    body, summary = _body(outcome, options)
+    show_all = outcome.report is not None and outcome.outcome == Outcome.SUCCESS and hidden_findings(outcome.report)
     tail = footer(outcome.run_id, duration_s, outcome.outcome.value,
-                  outcome.fallback_type.value if outcome.fallback_type else None)
+                  outcome.fallback_type.value if outcome.fallback_type else None, show_all=show_all,
+                  plain_feedback=options.plain_feedback)
     blocks = fit_blocks(body, tail, run_id=outcome.run_id)
     return SlackMessage(text=clip_plain(escape(summary)), blocks=blocks, metadata=finished_metadata(outcome))
 

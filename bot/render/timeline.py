@@ -6,6 +6,7 @@ from typing import Any
 
 from bot.render.limits import clip
 from bot.render.mrkdwn import code, escape, header, section
+from core.contracts.feedback import FeedbackTally, Vote
 from core.contracts.run import RunRecord, TimelineEvent
 
 _LINES_PER_SECTION = 12
@@ -30,7 +31,15 @@ def event_line(event: TimelineEvent, t0: float) -> str:
     return " ".join(parts)
 
 
-def timeline_blocks(run: RunRecord, events: list[TimelineEvent]) -> list[dict[str, Any]]:
+def feedback_line(tally: FeedbackTally) -> str:
+    """'*Feedback* 👍 2 · 👎 1 (<@U1> 👍, …)': the counts and who voted how (latest vote per user)."""
+    who = ", ".join(f"<@{escape(v.user)}> {'👍' if v.vote is Vote.UP else '👎'}" for v in tally.votes[:10])
+    more = f", +{len(tally.votes) - 10} more" if len(tally.votes) > 10 else ""
+    return f"*Feedback* 👍 {tally.up} · 👎 {tally.down}" + (f" ({who}{more})" if who else "")
+
+
+def timeline_blocks(run: RunRecord, events: list[TimelineEvent], feedback: FeedbackTally | None = None
+                    ) -> list[dict[str, Any]]:
     """Blocks of a run's trace (limits applied by the caller)."""
     facts = [
         f"*Run* {code(run.run_id)} · status {escape(run.status.value)}",
@@ -46,6 +55,8 @@ def timeline_blocks(run: RunRecord, events: list[TimelineEvent]) -> list[dict[st
     versions += [f"{escape(k)} prompt {escape(v[:12])}" for k, v in run.prompt_hashes.items()]
     if versions:
         facts.append("*Versions* " + " · ".join(versions))
+    if feedback is not None:
+        facts.append(feedback_line(feedback))
     blocks: list[dict[str, Any]] = [header(f"Trace {run.run_id}"), section("\n".join(facts))]
     if not events:
         blocks.append(section("No timeline events recorded."))

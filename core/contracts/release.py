@@ -139,6 +139,12 @@ class PublishedReport(BaseModel):
     run_id: str
     draft: DiagnosisDraft
     sources: list[EvidenceSource]
+    evidence: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="tool_call_id -> the verified projection the guards checked (bounded), for 'Show evidence'.")
+    evidence_arguments: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="tool_call_id -> effective arguments of the cited call (labels, deep links).")
+    question: str = Field(default="", max_length=4000, description="The question the report answers.")
 
 
 class FallbackMessage(BaseModel):

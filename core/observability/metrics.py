@@ -74,6 +74,7 @@ class Metrics:
                                ["table"], registry=r)
         self._purge_failures = Counter("diagbot_retention_failures", "Retention purges that failed (retried later).",
                                        registry=r)
+        self._feedback = Counter("diagbot_feedback_votes", "👍/👎 votes on final messages.", ["vote"], registry=r)
         self._queue_depth = Gauge("diagbot_queue_depth", "Turns waiting in the job queue.", registry=r)
         self._queue_oldest = Gauge("diagbot_queue_oldest_job_age_seconds", "Age of the oldest waiting turn.", registry=r)
 
@@ -147,6 +148,10 @@ class Metrics:
     def retention_failed(self) -> None:
         """A retention run failed (it is retried later)."""
         self._purge_failures.inc()
+
+    def feedback(self, vote: str) -> None:
+        """One vote on a run's final message (`up` or `down`)."""
+        self._feedback.labels(bounded(vote)).inc()
 
     # ---- job queue -----------------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
 from core.observability.metrics import Metrics
 from core.ports import CanonicalStore, EvidenceRepairer, SemanticJudge
 from core.release.confirmation import with_confirmations
+from core.release.evidence import kept_evidence
 from core.release.fallback import build_fallback, failure_fallback
 from core.release.review import shown_reason
 from core.release.sources import call_summaries, label_for
@@ -118,7 +119,9 @@ class DiagnosisRelease:
         verdict = await self._verdict(ctx, draft, result.snapshot)
         if verdict.verdict is SemanticVerdictKind.SUPPORTED:
             # Confirmation is decided here, not by the model's flag: changes to a system always need a human.
-            report = PublishedReport(run_id=ctx.run_id, draft=with_confirmations(draft), sources=sources_of(result.snapshot))
+            evidence, arguments = kept_evidence(result.snapshot)
+            report = PublishedReport(run_id=ctx.run_id, draft=with_confirmations(draft), sources=sources_of(result.snapshot),
+                                     evidence=evidence, evidence_arguments=arguments, question=ctx.query[:4000])
             outcome = ReleaseOutcome(run_id=ctx.run_id, outcome=Outcome.SUCCESS, report=report, verdict=verdict)
             await self._decide(ctx, outcome)
             return outcome

@@ -49,7 +49,9 @@ class AgentResult(BaseModel):
 
 def render_previous_report(report: PublishedReport) -> str:
     """The previous published report as labelled context (never evidence)."""
-    body = json.dumps(report.model_dump(mode="json"), ensure_ascii=False)
+    # The cited evidence of that run is kept for "Show evidence", never as context for this one.
+    body = json.dumps(report.model_dump(mode="json", exclude={"evidence", "evidence_arguments", "question"}),
+                      ensure_ascii=False)
     return f"{PREVIOUS_REPORT_LABEL}:\n{body}"
 
 

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from core.contracts.evidence import InvocationMeta
+from core.contracts.feedback import Feedback
 from core.contracts.release import Outcome
 from core.contracts.run import Intent, RunRecord, TimelineEvent
 from core.stores.sql.audit import UNAVAILABLE
@@ -138,3 +139,22 @@ class InMemoryRunStore:
         if not published:
             return None
         return _copy_model(max(published, key=lambda r: r.started_at))
+
+
+class InMemoryFeedbackStore:
+    """FeedbackStore in this process (tests, the demo, bots built without a database)."""
+
+    def __init__(self) -> None:
+        self._votes: dict[tuple[str, str], Feedback] = {}
+
+    async def record(self, vote: Feedback) -> None:
+        """Store the user's vote on the run, replacing an earlier one."""
+        self._votes[(vote.run_id, vote.user)] = vote.model_copy()
+
+    async def for_run(self, run_id: str) -> list[Feedback]:
+        """The votes of one run, oldest first."""
+        return sorted((v for v in self._votes.values() if v.run_id == run_id), key=lambda v: (v.at, v.user))
+
+    async def since(self, when: datetime, limit: int = 100_000) -> list[Feedback]:
+        """Every vote at or after `when`, oldest first (bounded)."""
+        return sorted((v for v in self._votes.values() if v.at >= when), key=lambda v: (v.at, v.run_id, v.user))[:limit]

@@ -49,7 +49,7 @@ async def test_oversized_report_fits_and_fake_slack_accepts_it(harness: Harness)
     await harness.settle()
     final = harness.slack.calls_of("chat.update")[-1].params
     assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
-    assert "…truncated, see /diag trace run_1" in str(final["blocks"])
+    assert "…shortened to fit Slack's message limits" in str(final["blocks"])
     assert harness.slack.messages[("C1", final["ts"])]["blocks"] == final["blocks"]
     assert "<!channel>" not in str(final["blocks"])
     assert "&lt;!channel&gt;" in str(final["blocks"])

@@ -19,8 +19,10 @@ def test_max_draft_fits_every_limit_with_marker() -> None:
     assert validate_blocks(msg.blocks) is None
     assert len(json.dumps(msg.blocks)) <= MAX_TOTAL_CHARS
     assert len(msg.blocks) <= MAX_BLOCKS
-    assert "…truncated, see /diag trace run_big" in json.dumps(msg.blocks, ensure_ascii=False)
-    assert msg.blocks[-1]["type"] == "actions"  # the footer survives truncation
+    assert "…shortened to fit Slack's message limits" in json.dumps(msg.blocks, ensure_ascii=False)
+    assert msg.blocks[-1]["type"] == "context_actions"  # the footer (👍/👎 last) survives truncation
+    assert msg.blocks[-2]["type"] == "actions"
+    assert "Show all findings" in json.dumps(msg.blocks[-2])
     assert any("Limitations" in b.get("text", {}).get("text", "") for b in msg.blocks)  # shrunk evenly, not dropped
     assert len(msg.text) <= 3000
 
@@ -38,7 +40,7 @@ def test_too_many_blocks_are_cut_to_fifty() -> None:
     assert len(blocks) == MAX_BLOCKS
     assert blocks[-1] == context("footer")
     assert validate_blocks(blocks) is None
-    assert "…truncated, see /diag trace r" in json.dumps(blocks[-2], ensure_ascii=False), "the cut is visible"
+    assert "…shortened to fit Slack's message limits" in json.dumps(blocks[-2], ensure_ascii=False), "the cut is visible"
     assert blocks[0] == section("line 0"), "the head of the report is kept"
 
 
@@ -67,4 +69,4 @@ def test_huge_fallback_fits() -> None:
     assert validate_blocks(msg.blocks) is None
     assert len(msg.blocks) <= MAX_BLOCKS
     assert len(json.dumps(msg.blocks)) <= MAX_TOTAL_CHARS
-    assert "…truncated, see /diag trace run_f" in json.dumps(msg.blocks, ensure_ascii=False)
+    assert "…shortened to fit Slack's message limits" in json.dumps(msg.blocks, ensure_ascii=False)

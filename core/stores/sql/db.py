@@ -115,6 +115,18 @@ reasoning_audit = sa.Table(
     sa.Index("ix_reasoning_audit_recorded", "recorded_at"),
 )
 
+# One 👍/👎 per user and run (the latest vote wins); exported by `diagbot feedback`.
+feedback = sa.Table(
+    "feedback",
+    metadata,
+    sa.Column("run_id", sa.String(64), primary_key=True),
+    sa.Column("user", sa.String(64), primary_key=True),
+    sa.Column("team", sa.String(64), nullable=False),
+    sa.Column("vote", sa.String(8), nullable=False),
+    sa.Column("at", Timestamp, nullable=False),
+    sa.Index("ix_feedback_at", "at"),
+)
+
 
 def to_db_time(value: datetime) -> datetime:
     """Store times as naive UTC: the one form SQLite, MariaDB and PostgreSQL all keep unchanged."""

@@ -1,0 +1,118 @@
+"""Click-to-verify and feedback: "Show evidence", "Show all findings" and 👍/👎, each authorised like /diag trace.
+
+A finding's evidence comes from the published report as stored at release time (the verified projections), so it
+is there after the canonical records' TTL. Unknown runs and refusals get the same one-line denial.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+
+from bot.access import DENIAL
+from bot.commands import UNAVAILABLE
+from bot.deps import BotDeps
+from bot.render.evidence import evidence_view
+from bot.render.footer import FEEDBACK_ACTION, SHOW_ALL_ACTION
+from bot.render.limits import fit_blocks
+from bot.render.report import SHOW_EVIDENCE_ACTION, all_findings_pages
+from core.contracts.feedback import Vote
+from core.contracts.release import PublishedReport
+
+log = logging.getLogger(__name__)
+
+VOTE_WORDS = {Vote.UP: "👍", Vote.DOWN: "👎"}
+_FEEDBACK_VALUES = {"positive_feedback": Vote.UP, "negative_feedback": Vote.DOWN}
+
+
+def _who(body: dict[str, Any]) -> tuple[str, str]:
+    return (body.get("team") or {}).get("id", ""), (body.get("user") or {}).get("id", "")
+
+
+async def _report(deps: BotDeps, run_id: str, team: str, user: str) -> PublishedReport | None:
+    """The run's published report when `user` may see the run, else None."""
+    run = await deps.access.run_for(run_id, team, user)
+    if run is None or run.published_report is None:
+        return None
+    return PublishedReport.model_validate(run.published_report)
+
+
+async def evidence_message(deps: BotDeps, value: str, team: str, user: str) -> dict[str, Any]:
+    """The ephemeral "Show evidence" answer for a button value `run_id|index`, or the denial."""
+    run_id, _, index_text = value.partition("|")
+    report = await _report(deps, run_id, team, user)
+    if report is None or not index_text.isdigit() or int(index_text) >= len(report.draft.analysis):
+        return {"text": DENIAL}
+    index = int(index_text)
+    blocks = fit_blocks(evidence_view(report, index, deps.render.links), run_id=None)
+    return {"text": f"Evidence for finding {index + 1} of run {run_id}", "blocks": blocks}
+
+
+async def all_findings_messages(deps: BotDeps, run_id: str, team: str, user: str) -> list[dict[str, Any]]:
+    """The "Show all findings" answer: one or more ephemeral messages holding every finding, or the denial."""
+    report = await _report(deps, run_id, team, user)
+    if report is None:
+        return [{"text": DENIAL}]
+    pages = all_findings_pages(report, deps.render.links)
+    return [{"text": f"All findings of run {run_id} ({i + 1}/{len(pages)})", "blocks": fit_blocks(page, run_id=None)}
+            for i, page in enumerate(pages)]
+
+
+def parse_vote(value: str) -> tuple[Vote, str] | None:
+    """('up'|'down', run_id) from a feedback button value `up|run_…`."""
+    word, _, run_id = value.partition("|")
+    vote = _FEEDBACK_VALUES.get(word) or (Vote(word) if word in {v.value for v in Vote} else None)
+    return (vote, run_id) if vote is not None and run_id else None
+
+
+async def vote_message(deps: BotDeps, value: str, team: str, user: str) -> str:
+    """Record a vote the user may cast (a member of the run's channel) and say so; the denial otherwise."""
+    parsed = parse_vote(value)
+    if parsed is None:
+        return DENIAL
+    vote, run_id = parsed
+    if await deps.access.run_for(run_id, team, user) is None or not await deps.feedback.vote(run_id, user, team, vote):
+        return DENIAL
+    return f"Thanks, your {VOTE_WORDS[vote]} on this answer is recorded."
+
+
+def register_verify_actions(app: AsyncApp, deps: BotDeps) -> None:
+    """Attach Show evidence, Show all findings and the feedback listeners."""
+
+    async def answer(respond: AsyncRespond, messages: list[dict[str, Any]]) -> None:
+        for msg in messages:
+            await respond(response_type="ephemeral", replace_original=False, **msg)
+
+    @app.action(SHOW_EVIDENCE_ACTION)
+    async def on_show_evidence(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            msg = await evidence_message(deps, str(action.get("value") or ""), *_who(body))
+        except Exception as exc:  # a store outage: a short note, details in the logs
+            log.warning("show evidence failed: %s", type(exc).__name__)
+            msg = {"text": UNAVAILABLE}
+        await answer(respond, [msg])
+
+    @app.action(SHOW_ALL_ACTION)
+    async def on_show_all(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            messages = await all_findings_messages(deps, str(action.get("value") or ""), *_who(body))
+        except Exception as exc:
+            log.warning("show all findings failed: %s", type(exc).__name__)
+            messages = [{"text": UNAVAILABLE}]
+        await answer(respond, messages)
+
+    async def on_vote(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            text = await vote_message(deps, str(action.get("value") or ""), *_who(body))
+        except Exception as exc:
+            log.warning("feedback failed: %s", type(exc).__name__)
+            text = UNAVAILABLE
+        await answer(respond, [{"text": text}])
+
+    for action_id in (FEEDBACK_ACTION, f"{FEEDBACK_ACTION}_up", f"{FEEDBACK_ACTION}_down"):
+        app.action(action_id)(on_vote)

@@ -1,0 +1,46 @@
+"""What a published report keeps of its verified evidence, so "Show evidence" works after the canonical TTL.
+
+Exactly the projections the guards verified (the snapshot), bounded in bytes: when over the bound, the largest
+projection loses its last items first (marked truncated), so every cited call keeps its first, best-ranked items.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+from core.contracts.release import VerifiedEvidenceSnapshot
+
+EVIDENCE_MAX_BYTES = 48 * 1024
+ITEM_KEYS = ("logs", "rows", "evidence_blocks")
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str).encode())
+
+
+def _drop_one(projection: dict[str, Any]) -> bool:
+    """Remove the last item of the projection's item list; False when it has none left."""
+    for key in ITEM_KEYS:
+        items = projection.get(key)
+        if isinstance(items, list) and items:
+            items.pop()
+            projection["truncated"] = True
+            return True
+    return False
+
+
+def kept_evidence(snapshot: VerifiedEvidenceSnapshot, max_bytes: int = EVIDENCE_MAX_BYTES
+                  ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(projections, effective arguments) of the cited calls, together at most `max_bytes` of JSON."""
+    projections = copy.deepcopy(snapshot.projections)
+    arguments = {cid: copy.deepcopy(snapshot.effective_arguments.get(cid, {})) for cid in projections}
+    sizes = {cid: _size(p) for cid, p in projections.items()}
+    budget = max_bytes - _size(arguments)
+    while sum(sizes.values()) > budget:
+        cid = max(sizes, key=lambda k: sizes[k])
+        if not _drop_one(projections[cid]):
+            break
+        sizes[cid] = _size(projections[cid])
+    return projections, arguments
