@@ -24,6 +24,7 @@ from core.service.run_context import RunContext
 from core.settings import Settings
 from core.tools.args import args_model_for
 from entrypoints import schema_commands
+from entrypoints.feedback_export import export, since_of
 from entrypoints.outcome_text import render_outcome, render_timeline
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -49,6 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
     purge = commands.add_parser("purge", help="delete timeline, audit, reasoning and run rows older than an age")
     purge.add_argument("--older-than", required=True, metavar="AGE", type=schema_commands.older_than,
                        help="e.g. 30d, 12h, 2w")
+    feedback = commands.add_parser("feedback", help="export the 👍/👎 votes on final messages")
+    feedback.add_argument("--since", default="7d", help="how far back: 7d, 12h, 2w (default 7d)")
+    feedback.add_argument("--format", choices=("csv", "json"), default="csv", dest="fmt")
     tool = commands.add_parser(
         "tool", help="call one tool through the ToolBoundary and print its projection JSON",
         description="Tools: " + ", ".join(t.value for t in ToolName) + ". Each argument is an option: --service X.",
@@ -126,6 +130,17 @@ async def _tool(settings: Settings, name: ToolName, arguments: dict[str, Any]) -
         await services.aclose()
 
 
+async def _feedback(settings: Settings, since: str, fmt: str) -> int:
+    start = since_of(since)  # a bad age is a usage error before anything is opened
+    services = await build_services(settings)
+    try:
+        assert services.feedback is not None  # build_services always builds it
+        print(export(await services.feedback.since(start), fmt))
+        return EXIT_OK
+    finally:
+        await services.aclose()
+
+
 async def _serve(settings: Settings) -> int:
     from bot.serve import serve  # the Slack adapter, imported only for this command
     from entrypoints.check import preflight
@@ -190,6 +205,8 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
         return await schema_commands.migrate(settings)
     if args.command == "purge":
         return await schema_commands.purge(settings, args.older_than)
+    if args.command == "feedback":
+        return await _feedback(settings, args.since, args.fmt)
     try:
         name = ToolName(args.name)
     except ValueError:

@@ -69,6 +69,17 @@ class SlackSender:
         return await self.post(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
 
 
+    async def action(self, action_id: str, value: str, *, user: str, response_url: str, team: str = "T1",
+                     kind: str = "button") -> tuple[int, str]:
+        """A click on any of the bot's buttons (kind `feedback_buttons` for 👍/👎)."""
+        payload = {"type": "block_actions", "team": {"id": team}, "user": {"id": user, "team_id": team}, "api_app_id": "A1",
+                   "channel": {"id": "C1"}, "response_url": response_url, "trigger_id": "1.2.3",
+                   "container": {"type": "message", "message_ts": "1.0", "channel_id": "C1"},
+                   "actions": [{"action_id": action_id, "block_id": "b1", "value": value, "type": kind,
+                                "action_ts": "1.0"}]}
+        return await self.post(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
+
+
 def mention(text: str = "<@UBOT> why is order-service failing?", *, ts: str = "100.000001", user: str = "U1",
             channel: str = "C1", thread_ts: str | None = None) -> dict[str, Any]:
     """An app_mention event."""

@@ -4,6 +4,7 @@ the local scripted OpenAI-compatible server, demo tools, SQLite and real Redis -
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,8 @@ from bot.serve import build_web_app
 from core.bootstrap import build_services
 from core.settings import DEMO_CLOCK, Settings
 from core.stores.kv import RedisKV
+from core.stores.sql.db import Database
+from core.stores.sql.feedback import SqlFeedbackStore
 from entrypoints.demo import recorded_reply
 from testkit.openai_server import FakeOpenAIServer
 from tests.bot.conftest import Harness
@@ -61,7 +64,8 @@ async def real(fake_slack: FakeSlack, redis_client: aioredis.Redis, key_prefix: 
             database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db", diag_clock=DEMO_CLOCK,
         )
         services = await build_services(settings, kv=RedisKV(redis_client, prefix=key_prefix))
-        bot = build_bot(settings, services.chat_service, services.kv, progress_interval_s=0.05)
+        bot = build_bot(settings, services.chat_service, services.kv, progress_interval_s=0.05,
+                        feedback=services.feedback)
         server = TestServer(build_web_app(bot.app))
         await server.start_server()
         try:
@@ -184,3 +188,70 @@ async def test_streaming_refused_falls_back_to_placeholder_edits(real: tuple[Har
     [final] = h.slack.finals("C1", "42.0")
     assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
     assert h.slack.calls_of("chat.appendStream") == []
+
+
+def _button_values(blocks: list[dict[str, Any]], action_id: str) -> list[str]:
+    values = [b["accessory"]["value"] for b in blocks if (b.get("accessory") or {}).get("action_id") == action_id]
+    for block in blocks:
+        for element in block.get("elements") or []:
+            if element.get("action_id") == action_id:
+                values += [element.get("value") or element["positive_button"]["value"]]
+    return values
+
+
+async def test_show_evidence_returns_the_findings_real_items_and_is_denied_to_non_members(
+    real: tuple[Harness, FakeOpenAIServer]
+) -> None:
+    """Each finding's Show evidence answers with its cited call's verified items — log lines with time and level for
+    the logs finding, the SQL rows as a table with column names for the pool finding — and refuses a non-member."""
+    h, model = real
+    model.push(*_two_tool_script())
+    await h.send.event(mention(ts="43.0"))
+    await h.settle(30)
+    [final] = h.slack.finals("C1", "43.0")
+    values = _button_values(final["blocks"], "show_evidence")
+    assert len(values) == 2
+    await h.send.action("show_evidence", values[0], user="U2", response_url=h.slack.response_url("e1"))
+    logs_view = await h.slack.next_response()
+    text = json.dumps(logs_view["blocks"], ensure_ascii=False)
+    assert logs_view["response_type"] == "ephemeral"
+    assert re.search(r"\d\d:\d\d:\d\d ERROR [^\"]*HikariPool", text)
+    await h.send.action("show_evidence", values[1], user="U2", response_url=h.slack.response_url("e2"))
+    sql_view = (await h.slack.next_response())["blocks"]
+    [table] = [b for b in sql_view if b["type"] == "table"]
+    assert [c["text"] for c in table["rows"][0]] == ["ts", "service", "active", "idle", "waiting"]
+    assert all(row[1]["text"] == "order-service" for row in table["rows"][1:])
+    await h.send.action("show_evidence", values[0], user="U9", response_url=h.slack.response_url("e3"))
+    denied = await h.slack.next_response()
+    assert denied["text"] == "No run with that id is available to you."
+    assert "blocks" not in denied
+
+
+async def test_a_thumbs_up_is_stored_once_per_user_and_shown_in_the_trace(real: tuple[Harness, FakeOpenAIServer],
+                                                                         tmp_path: Path) -> None:
+    """👍 on the final message is stored in SQL for (run, user); voting again replaces it; the trace shows it; a
+    non-member's vote is refused."""
+    h, model = real
+    model.push(*_grounded_script())
+    await h.send.event(mention(ts="44.0"))
+    await h.settle(30)
+    [final] = h.slack.finals("C1", "44.0")
+    [up] = _button_values(final["blocks"], "diag_feedback")
+    run_id = final["metadata"]["event_payload"]["run_id"]
+    assert up == f"up|{run_id}"
+    for attempt in range(2):
+        await h.send.action("diag_feedback", up, user="U2", kind="feedback_buttons",
+                            response_url=h.slack.response_url(f"v{attempt}"))
+        assert "recorded" in (await h.slack.next_response())["text"]
+    await h.send.action("diag_feedback", f"down|{run_id}", user="U9", kind="feedback_buttons",
+                        response_url=h.slack.response_url("v9"))
+    assert (await h.slack.next_response())["text"] == "No run with that id is available to you."
+    await h.send.command(f"trace {run_id}", user="U3", response_url=h.slack.response_url("t"))
+    trace = json.dumps((await h.slack.next_response())["blocks"], ensure_ascii=False)
+    assert "*Feedback* 👍 1 · 👎 0 (<@U2> 👍)" in trace
+    database = Database(f"sqlite+aiosqlite:///{tmp_path}/diag.db")
+    try:
+        stored = await SqlFeedbackStore(database).for_run(run_id)
+    finally:
+        await database.dispose()
+    assert [(v.user, v.vote.value) for v in stored] == [("U2", "up")]

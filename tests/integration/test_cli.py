@@ -8,10 +8,14 @@ import os
 import re
 import sys
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from core.contracts.feedback import Feedback, Vote
+from core.stores.sql.db import Database
+from core.stores.sql.feedback import SqlFeedbackStore
 from entrypoints.cli import main
 from testkit.openai_server import FakeOpenAIServer
 from tests.paths import REPO_ROOT
@@ -202,3 +206,35 @@ def test_demo_runs_are_traceable_with_the_printed_command(tmp_path: Path, monkey
     monkeypatch.setenv("DATABASE_URL", url)
     assert main(["trace", run_id]) == 0
     assert "RUN_FINISHED" in capsys.readouterr().out
+
+
+async def _seed_votes(tmp_path: Path) -> None:
+    database = Database(f"sqlite+aiosqlite:///{tmp_path}/cli.db")
+    try:
+        await database.create_all()
+        store = SqlFeedbackStore(database)
+        now = datetime.now(UTC)
+        await store.record(Feedback(run_id="run_a", user="U1", team="T1", vote=Vote.UP, at=now - timedelta(days=1)))
+        await store.record(Feedback(run_id="run_a", user="U1", team="T1", vote=Vote.DOWN, at=now - timedelta(hours=1)))
+        await store.record(Feedback(run_id="run_b", user="U2", team="T1", vote=Vote.UP, at=now - timedelta(days=30)))
+    finally:
+        await database.dispose()
+
+
+async def test_feedback_exports_the_votes_of_the_period_as_json_and_csv(tmp_path: Path) -> None:
+    """`diagbot feedback --since 7d` lists each (run, user)'s latest vote of the last 7 days; older ones are left out."""
+    await _seed_votes(tmp_path)
+    code, out, err = await diagbot(clean_env(tmp_path), "feedback", "--since", "7d", "--format", "json")
+    assert code == 0, err
+    assert [(r["run_id"], r["user"], r["vote"]) for r in json.loads(out)] == [("run_a", "U1", "down")]
+    code, out, _ = await diagbot(clean_env(tmp_path), "feedback", "--since", "60d")
+    assert out.splitlines()[0] == "at,run_id,team,user,vote"
+    assert [line.split(",")[1:] for line in out.splitlines()[1:]] == [["run_b", "T1", "U2", "up"],
+                                                                       ["run_a", "T1", "U1", "down"]]
+
+
+async def test_feedback_with_a_bad_age_is_a_usage_error(tmp_path: Path) -> None:
+    """A --since that is not an age says how to write one and exits 2."""
+    code, _, err = await diagbot(clean_env(tmp_path), "feedback", "--since", "lately")
+    assert code == 2
+    assert "7d, 12h or 2w" in err

@@ -13,8 +13,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from core.contracts.evidence import EvidenceStatus, InvocationMeta, InvocationState, ToolName
+from core.contracts.feedback import Feedback, Vote
 from core.contracts.run import EventType, RunRecord, RunStatus, TimelineEvent
 from core.stores.sql import Database, SqlAuditStore, SqlRunStore, SqlTimelineStore, normalize_url
+from core.stores.sql.feedback import SqlFeedbackStore
 from tests.conftest import MARIADB_URL, POSTGRES_URL
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
@@ -223,3 +225,16 @@ async def test_latest_published_only_counts_diagnosis_success(db: Database) -> N
     elsewhere = await runs.latest_published("T1:C1:other")
     assert elsewhere is not None
     assert elsewhere.run_id == "elsewhere"
+
+
+async def test_feedback_is_one_vote_per_user_and_run_on_every_backend(db: Database) -> None:
+    """A second vote of the same user on the same run replaces the first; other users and runs are kept apart."""
+    store = SqlFeedbackStore(db)
+    await store.record(Feedback(run_id="run-1", user="U1", team="T1", vote=Vote.UP, at=T0))
+    await store.record(Feedback(run_id="run-1", user="U1", team="T1", vote=Vote.DOWN, at=T0 + timedelta(minutes=1)))
+    await store.record(Feedback(run_id="run-1", user="U2", team="T1", vote=Vote.UP, at=T0 + timedelta(minutes=2)))
+    await store.record(Feedback(run_id="run-2", user="U1", team="T1", vote=Vote.UP, at=T0 + timedelta(minutes=3)))
+    votes = await store.for_run("run-1")
+    assert [(v.user, v.vote) for v in votes] == [("U1", Vote.DOWN), ("U2", Vote.UP)]
+    assert votes[0].at == T0 + timedelta(minutes=1)
+    assert [v.run_id for v in await store.since(T0 + timedelta(minutes=2))] == ["run-1", "run-2"]
