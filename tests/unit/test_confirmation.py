@@ -62,7 +62,8 @@ async def test_release_publishes_actions_with_the_decided_flags_and_the_report_s
     assert outcome.outcome is Outcome.SUCCESS
     assert outcome.report is not None
     assert [a.requires_human_confirmation for a in outcome.report.draft.action_plan] == [True, False]
-    rendered = [b["text"]["text"] for b in report_blocks(outcome.report) if b.get("type") == "section"]
+    rendered = [line for b in report_blocks(outcome.report) if b.get("type") == "section"
+                for line in b["text"]["text"].splitlines()]  # one action per line
     assert any(CONFIRM_MARKER in t and "DROP TABLE orders" in t for t in rendered)
     assert any("Check the pool metrics" in t and CONFIRM_MARKER not in t for t in rendered)
 
