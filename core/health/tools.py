@@ -5,8 +5,11 @@ A backend that is down is a warning: the server starts, the tool answers ERROR, 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import sqlite3
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import quote
 
 from sqlalchemy import text
 from sqlalchemy.engine import URL
@@ -95,7 +98,14 @@ def _sqlite_check(url: URL) -> CheckResult:
     if not path.is_file():
         return CheckResult(name="tool.query_mysql", level=Level.WARN, detail=f"DIAG_SQL_URL: SQLite file {path} is missing",
                            fix="point DIAG_SQL_URL at an existing SQLite file")
-    return CheckResult(name="tool.query_mysql", level=Level.OK, detail=f"DIAG_SQL_URL: SQLite file {path}")
+    try:  # read-only, as the tool opens it
+        with contextlib.closing(sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)) as conn:
+            tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type = 'table'").fetchone()[0]
+    except sqlite3.Error as exc:
+        return CheckResult(name="tool.query_mysql", level=Level.WARN,
+                           detail=f"DIAG_SQL_URL: {path} is not a readable SQLite database ({type(exc).__name__})",
+                           fix="point DIAG_SQL_URL at a SQLite database file")
+    return CheckResult(name="tool.query_mysql", level=Level.OK, detail=f"DIAG_SQL_URL: SQLite file {path} ({tables} tables)")
 
 
 async def check_sql(settings: Settings) -> CheckResult:

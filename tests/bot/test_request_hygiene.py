@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import hmac
+import io
 import json
 import logging
 import time
@@ -50,7 +51,7 @@ async def _post_raw(harness: Harness, body: bytes, content_type: str, *, signed:
     digest = hmac.new(SECRET.encode(), f"v0:{ts}:".encode() + body, hashlib.sha256).hexdigest()
     signature = "v0=" + (digest if signed else "0" * 64)
     headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": str(ts), "X-Slack-Signature": signature}
-    async with harness.send.session.post(harness.send.url, data=body, headers=headers) as resp:
+    async with harness.send.session.post(harness.send.url, data=io.BytesIO(body), headers=headers) as resp:
         return resp.status
 
 
@@ -125,3 +126,14 @@ async def test_no_mutation_of_a_real_payload_gets_a_500(harness: Harness, caplog
     assert set(statuses) <= {200, 400}, statuses
     assert sum(statuses.values()) > 150
     assert not [r for r in caplog.records if r.exc_info], [r.getMessage() for r in caplog.records if r.exc_info][:3]
+
+
+async def test_an_oversized_body_is_refused_without_a_traceback(harness: Harness, caplog: pytest.LogCaptureFixture) -> None:
+    """A 2 MiB body (beyond aiohttp's 1 MiB bound), signed or not: 413, nothing logged with a traceback."""
+    body = json.dumps({"type": "event_callback", "pad": "x" * (2 * 1024 * 1024)}).encode()
+    with caplog.at_level(logging.WARNING):
+        assert await _post_raw(harness, body, JSON, signed=True) == 413
+        assert await _post_raw(harness, body, JSON, signed=False) == 413
+    assert not [r for r in caplog.records if r.exc_info]
+    status, _ = await harness.send.event(mention(ts="79.0"))
+    assert status == 200

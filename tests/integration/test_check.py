@@ -252,3 +252,16 @@ async def test_loki_and_elasticsearch_are_checked_with_a_real_query() -> None:
         assert down.level is Level.WARN
         assert setting.upper() in down.detail
         assert "s3cret" not in down.line()
+
+
+async def test_sqlite_sql_url_is_opened_read_only(tmp_path: Path) -> None:
+    """DIAG_SQL_URL on SQLite: the bundled database is ok with its tables counted; a file that is not a database
+    and a missing file are warnings."""
+    ok = await check_sql(Settings())
+    assert ok.level is Level.OK
+    assert "tables" in ok.detail
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not a database" * 100)
+    assert (await check_sql(_sql(f"sqlite:///{junk}"))).level is Level.WARN
+    assert (await check_sql(_sql(f"sqlite:///{tmp_path}/missing.db"))).level is Level.WARN
+    assert not (tmp_path / "missing.db").exists()
