@@ -9,6 +9,7 @@ import contextlib
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
+from types import MappingProxyType
 from urllib.parse import quote
 
 from sqlalchemy import text
@@ -25,11 +26,11 @@ from core.tools.registry import clock_from, logs_tool
 from core.tools.sql import classify_url
 from core.tools.sql_errors import ConnectProblem, connect_problem
 
-_FIX_SQL = {
+_FIX_SQL = MappingProxyType({
     ConnectProblem.AUTH: "check the user and password in DIAG_SQL_URL (and that this user may connect from here)",
     ConnectProblem.UNKNOWN_DATABASE: "check the database name at the end of DIAG_SQL_URL",
     ConnectProblem.UNREACHABLE: "check the host and port in DIAG_SQL_URL and that the server is running",
-}
+})
 
 
 def _first(folder: Path, pattern: str) -> tuple[bool, int]:
