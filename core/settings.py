@@ -83,6 +83,12 @@ class Settings(BaseSettings):
     diag_canonical_ttl_s: int = 6 * 3600
     diag_sql_timeout_s: float = 5.0
     diag_sql_row_cap: int = 200
+    # System schemas/relations query_mysql may read beyond the defaults (comma-separated, e.g. "performance_schema").
+    diag_sql_schemas: str | None = None
+    # Accept an SQL account that can write, change schema or administer (refused by default, SPEC §11).
+    diag_sql_allow_privileged: bool = False
+    diag_sql_cell_max_bytes: int = 64 * 1024
+    diag_sql_result_max_bytes: int = 1024 * 1024
     diag_semantic_input_cap_bytes: int = 96 * 1024
     diag_rules_file: Path = DEFAULT_RULES_FILE
     diag_prompts_dir: Path = PROMPTS_DIR

@@ -96,5 +96,9 @@ def build_tools(settings: Settings) -> dict[ToolName, Tool[Any]]:
             row_cap=settings.diag_sql_row_cap,
             # A pinned clock also pins NOW() in SQL, so demo and replay queries see the same "now" as the logs.
             clock=clock if pinned is not None else None,
+            schemas=settings.diag_sql_schemas,
+            allow_privileged=settings.diag_sql_allow_privileged,
+            cell_max_bytes=settings.diag_sql_cell_max_bytes,
+            result_max_bytes=settings.diag_sql_result_max_bytes,
         ),
     }

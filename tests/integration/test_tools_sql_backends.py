@@ -117,7 +117,7 @@ def _hostile(table: str) -> list[str]:
 async def test_hostile_statements_are_refused_and_data_is_unchanged(backend: Backend) -> None:
     """Every write, DDL, lock, file access, sleep or stacked statement is refused; a checksum is unchanged."""
     before = await _checksum(backend)
-    tool = SqlTool(backend.url, timeout_s=2, row_cap=50)
+    tool = SqlTool(backend.url, timeout_s=2, row_cap=50, allow_privileged=True)
     try:
         for sql in _hostile(backend.table):
             with pytest.raises(ToolFailure) as info:
@@ -132,7 +132,7 @@ async def test_hostile_statements_are_refused_and_data_is_unchanged(backend: Bac
 async def test_session_is_read_only_even_if_a_write_passed_the_policy(backend: Backend) -> None:
     """Defence in depth: a write sent past the policy fails in the read-only transaction and changes nothing."""
     before = await _checksum(backend)
-    tool = SqlTool(backend.url, timeout_s=2, row_cap=50)
+    tool = SqlTool(backend.url, timeout_s=2, row_cap=50, allow_privileged=True)
     kind, url = classify_url(backend.url)
     write = PreparedQuery(sql=f"DELETE FROM {backend.table}", kind="select", row_limited=False)
 
@@ -154,7 +154,7 @@ async def test_session_is_read_only_even_if_a_write_passed_the_policy(backend: B
 
 async def test_heavy_query_is_cut_off_by_the_statement_timeout(backend: Backend) -> None:
     """A billion-row recursive CTE cross join stops at the timeout with SQL_TIMEOUT."""
-    tool = SqlTool(backend.url, timeout_s=0.5, row_cap=10)
+    tool = SqlTool(backend.url, timeout_s=0.5, row_cap=10, allow_privileged=True)
     heavy = ("WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < 1000) "
              "SELECT COUNT(*) FROM c AS a, c AS b, c AS d")
     try:
@@ -167,7 +167,7 @@ async def test_heavy_query_is_cut_off_by_the_statement_timeout(backend: Backend)
 
 async def test_row_cap_limits_the_rows_returned(backend: Backend) -> None:
     """40 rows with a cap of 7: 7 rows, row_cap_hit, total_count 7."""
-    tool = SqlTool(backend.url, timeout_s=2, row_cap=7)
+    tool = SqlTool(backend.url, timeout_s=2, row_cap=7, allow_privileged=True)
     try:
         result = await tool.run(SqlArgs(sql=f"SELECT id, name FROM {backend.table} ORDER BY id"))
     finally:
@@ -180,7 +180,7 @@ async def test_row_cap_limits_the_rows_returned(backend: Backend) -> None:
 async def test_mysql_syntax_runs_on_every_backend(backend: Backend) -> None:
     """Backticks, LIMIT offset,count, IFNULL and DATE_SUB(NOW(), INTERVAL ...) run and give the same rows."""
     quoted = ".".join(f"`{part}`" for part in backend.table.split("."))
-    tool = SqlTool(backend.url, timeout_s=2, row_cap=50)
+    tool = SqlTool(backend.url, timeout_s=2, row_cap=50, allow_privileged=True)
     try:
         result = await tool.run(SqlArgs(sql=(
             f"SELECT `id`, IFNULL(`qty`, -1) AS qty FROM {quoted} "
@@ -196,7 +196,7 @@ async def test_mysql_syntax_runs_on_every_backend(backend: Backend) -> None:
 async def test_show_tables_and_describe_on_every_backend(backend: Backend) -> None:
     """SHOW TABLES [FROM schema] lists the test table; DESCRIBE lists its columns."""
     schema, _, table = backend.table.rpartition(".")
-    tool = SqlTool(backend.url, timeout_s=2, row_cap=500)
+    tool = SqlTool(backend.url, timeout_s=2, row_cap=500, allow_privileged=True)
     try:
         shown = await tool.run(SqlArgs(sql=f"SHOW TABLES FROM {schema}" if schema else "SHOW TABLES"))
         described = await tool.run(SqlArgs(sql=f"DESCRIBE {backend.table}"))
@@ -208,7 +208,7 @@ async def test_show_tables_and_describe_on_every_backend(backend: Backend) -> No
 
 async def test_unknown_table_is_a_clear_error_without_credentials(backend: Backend) -> None:
     """A missing table fails with SQL_ERROR; the message never contains the URL."""
-    tool = SqlTool(backend.url, timeout_s=2, row_cap=5)
+    tool = SqlTool(backend.url, timeout_s=2, row_cap=5, allow_privileged=True)
     try:
         with pytest.raises(ToolFailure) as info:
             await tool.run(SqlArgs(sql="SELECT * FROM diag_no_such_table"))

@@ -135,12 +135,17 @@ def test_row_cap_is_pushed_into_the_statement() -> None:
 
 
 def test_show_variants_unsupported_on_a_backend_say_so() -> None:
-    """SHOW PROCESSLIST on SQLite is SQL_UNSUPPORTED with the supported forms named; it passes through on MySQL."""
+    """SHOW INDEX on SQLite is SQL_UNSUPPORTED with the supported forms named; SHOW PROCESSLIST is refused everywhere."""
     with pytest.raises(ToolFailure) as info:
-        prepare("SHOW PROCESSLIST", "sqlite", 10)
+        prepare("SHOW INDEX FROM orders", "sqlite", 10)
     assert info.value.code == "SQL_UNSUPPORTED"
     assert "SHOW TABLES" in info.value.message
-    assert prepare("SHOW PROCESSLIST", "mysql", 10).sql == "SHOW PROCESSLIST"
+    assert prepare("SHOW INDEX FROM orders", "mysql", 10).sql == "SHOW INDEX FROM orders"
+    for backend in BACKENDS:
+        with pytest.raises(ToolFailure) as refused:
+            prepare("SHOW PROCESSLIST", backend, 10)
+        assert refused.value.code == "SQL_REFUSED"
+        assert "PROCESSLIST" in refused.value.message
 
 
 SERVER_URLS = {
@@ -167,12 +172,13 @@ async def test_refused_statement_never_reaches_a_database(
         opened.append("sqlite3.connect")
         raise AssertionError("a refused statement opened a SQLite connection")
 
-    def no_engine(*args: Any, **kwargs: Any) -> Any:
-        opened.append("create_async_engine")
-        raise AssertionError("a refused statement created a database engine")
+    async def no_server(*args: Any, **kwargs: Any) -> Any:
+        opened.append("server connection")
+        raise AssertionError("a refused statement opened a server connection")
 
-    monkeypatch.setattr(sqlite3, "connect", no_sqlite)  # the module sql.py calls
-    monkeypatch.setattr(sql_module, "create_async_engine", no_engine)
+    monkeypatch.setattr(sqlite3, "connect", no_sqlite)  # the module sql_sqlite.py calls
+    monkeypatch.setattr(sql_module, "connect_postgres", no_server)
+    monkeypatch.setattr(sql_module, "connect_mysql", no_server)
     tool = SqlTool(SERVER_URLS[backend].format(path=db), timeout_s=1, row_cap=10)
     with pytest.raises(ToolFailure) as info:
         await tool.run(SqlArgs(sql=sql))
