@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
 
@@ -30,7 +30,7 @@ from core.tools.sql_allow import (
     Backend,
 )
 from core.tools.sql_catalogs import refused_schema, refused_table
-from core.tools.sql_rewrite import cap_rows, rewrite_dates, rewrite_now
+from core.tools.sql_rewrite import cap_rows, cut_projections, rewrite_dates, rewrite_now
 from core.tools.sql_show import SHOW_KINDS, describe_table, name_of, needs_table, render_show, show_kind
 
 __all__ = ["Backend", "PreparedQuery", "check", "prepare", "refuse"]
@@ -66,6 +66,15 @@ class PreparedQuery:
     row_limited: bool
     probe_sql: str | None = None
     """The same statement with LIMIT 0: its result columns without its rows (used to cut cells on the server)."""
+    tree: exp.Expression | None = field(default=None, compare=False, repr=False)
+    """The checked, capped tree that was rendered (to render it again with cut cells)."""
+
+    def with_cuts(self, wrap: list[bool], chars: int, names: list[str], backend: Backend) -> str | None:
+        """The statement with LEFT(..., chars) around the flagged output columns, or None when it cannot be done."""
+        if self.tree is None:
+            return None
+        cut = cut_projections(self.tree, wrap, chars, names)
+        return None if cut is None else _render(cut, backend)
 
 
 def refuse(message: str) -> ToolFailure:
@@ -257,7 +266,8 @@ def prepare(sql: str, backend: Backend, row_cap: int, now: datetime | None = Non
         inner = _render(tree.this, backend)
         _recheck(inner, scope)
         return PreparedQuery(sql=f"{_EXPLAIN_PREFIX[backend]} {inner}", kind="explain", row_limited=False)
-    rendered = _render(cap_rows(tree, row_cap), backend)
+    capped = cap_rows(tree, row_cap)
+    rendered = _render(capped, backend)
     _recheck(rendered, scope)
     probe = _render(cap_rows(tree, row_cap, keep=0), backend)
-    return PreparedQuery(sql=rendered, kind="select", row_limited=True, probe_sql=probe)
+    return PreparedQuery(sql=rendered, kind="select", row_limited=True, probe_sql=probe, tree=capped)

@@ -178,3 +178,23 @@ def cap_rows(tree: exp.Expression, cap: int, keep: int | None = None) -> exp.Exp
     capped = tree.copy()
     capped.set("limit", exp.Limit(expression=exp.Literal.number(keep)))
     return capped
+
+
+def cut_projections(tree: exp.Expression, wrap: list[bool], chars: int, names: list[str]) -> exp.Expression | None:
+    """The SELECT with LEFT(expr, chars) around the output columns flagged in `wrap`, keeping their names; None when
+    the select list cannot be matched to the result columns (a `*`, a set operation)."""
+    if not isinstance(tree, exp.Select) or len(tree.expressions) != len(wrap) or len(names) != len(wrap):
+        return None
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and isinstance(e.this, exp.Star)) for e in tree.expressions):
+        return None
+    cut = tree.copy()
+    projections = []
+    for expression, flag, name in zip(cut.expressions, wrap, names, strict=True):
+        if not flag:
+            projections.append(expression)
+            continue
+        inner = expression.this if isinstance(expression, exp.Alias) else expression
+        left = exp.Left(this=inner.copy(), expression=exp.Literal.number(chars))
+        projections.append(exp.Alias(this=left, alias=exp.Identifier(this=name, quoted=True)))
+    cut.set("expressions", projections)
+    return cut

@@ -86,8 +86,16 @@ def wrap_postgres(sql: str, columns: Sequence[tuple[str, str]], chars: int) -> s
     return f"SELECT {', '.join(select)} FROM ({sql}) AS diag_q({names})"
 
 
-def wrap_mysql(sql: str, columns: Sequence[tuple[str, int]], chars: int) -> str:
-    """The statement as a CTE whose variable-length columns are cut to `chars` characters."""
+def wrap_mysql(prepared: PreparedQuery, columns: Sequence[tuple[str, int]], chars: int) -> str:
+    """The statement with its variable-length output columns cut to `chars` characters: LEFT() in the select list
+    when it maps one to one onto the result (cheap), else the statement as a CTE (MariaDB then materialises it)."""
+    wrap = [type_code in _MYSQL_VARIABLE for _, type_code in columns]
+    if not any(wrap):
+        return prepared.sql
+    direct = prepared.with_cuts(wrap, chars, [name for name, _ in columns], "mysql")
+    if direct is not None:
+        return direct
+    sql = prepared.sql
     names = ", ".join(f"c{i}" for i in range(len(columns)))
     select = []
     for i, (name, type_code) in enumerate(columns):
@@ -200,7 +208,7 @@ async def run_mysql(conn: aiomysql.Connection, prepared: PreparedQuery, budget: 
             if len(columns) > MAX_COLUMNS:
                 raise _too_many_columns(len(columns))
             if columns:
-                sql = wrap_mysql(prepared.sql, columns, cell_chars(budget, len(columns)))
+                sql = wrap_mysql(prepared, columns, cell_chars(budget, len(columns)))
         cur = await conn.cursor(aiomysql.SSCursor)
         await cur.execute(sql)
         names = [str(d[0]) for d in cur.description or ()]
