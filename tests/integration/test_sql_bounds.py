@@ -9,9 +9,11 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, cast
 
 import pytest
 import sqlglot
+from sqlglot import exp
 
 from core.errors import ToolFailure
 from core.tools.args import SqlArgs
@@ -54,7 +56,7 @@ async def test_sqlite_single_function_bombs_fail_fast_past_the_policy(lite: Live
     _reset_peak()
     before = _rss()
     t0 = time.monotonic()
-    code, rows = "FOUND", []
+    code, rows = "FOUND", list[list[Any]]()
     try:
         _, rows = tool._run_sqlite(classify_url(lite.url)[1], PreparedQuery(sql=sql, kind="select", row_limited=False))
     except ToolFailure as exc:
@@ -97,7 +99,7 @@ async def test_server_cuts_huge_cells_before_sending_them(server: Live, select: 
     source = f"(SELECT id, {big} AS big FROM orders) AS o" if select == "*" else "orders"
     sql = f"SELECT {select.format(big=big)} FROM {source} ORDER BY id LIMIT 51"
     dialect = "mysql" if backend == "mysql" else "postgres"
-    tree = sqlglot.parse_one(sql, read=dialect)
+    tree = cast(exp.Expression, sqlglot.parse_one(sql, read=dialect))
     prepared = PreparedQuery(sql=tree.sql(dialect), kind="select", row_limited=True, tree=tree,
                              probe_sql=tree.sql(dialect).replace("LIMIT 51", "LIMIT 0"))
     budget = ResultBudget(50, 4096, 64 * 1024)
