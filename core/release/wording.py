@@ -54,6 +54,8 @@ TOOL_ERROR_WORDS: dict[str, str] = {
     "SQL_UNSUPPORTED": "that SQL is not supported",
     "SQL_TIMEOUT": "the database did not answer in time",
     "SQL_ERROR": "the database returned an error",
+    "SQL_TOO_LARGE": "the query builds values or results over the size limits",
+    "SQL_PRIVILEGED": "the SQL account has more than read-only rights",
     "LOGS_PATH_MISSING": "the log folder is missing",
     "KNOWLEDGE_PATH_MISSING": "the runbook folder is missing",
     "KNOWLEDGE_UNREADABLE": "the runbooks could not be read",
