@@ -11,7 +11,7 @@ from core.health.model import check_model_endpoint
 from core.health.result import Check, CheckResult, Level, static
 from core.health.schema import check_schema
 from core.health.stores import check_database, check_redis
-from core.health.tools import check_knowledge, check_logs, check_sql
+from core.health.tools import check_knowledge, check_logs, check_sql, check_sql_privileges
 from core.netdiag import network_cause
 from core.settings import Settings
 from core.stores.sql.db import Database
@@ -30,7 +30,7 @@ def config_checks(settings: Settings, *, serving: bool) -> list[Check]:
         Check("tool.query_logs", lambda: check_logs(settings), failing=Level.WARN),
         Check("tool.lookup_knowledge", lambda: check_knowledge(settings), failing=Level.WARN),
         Check("tool.query_mysql", lambda: check_sql(settings), failing=Level.WARN),
-        # DIAG_SQL_URL privileges (read-only role): the SQL-privileges work adds its Check here.
+        Check("tool.query_mysql.privileges", lambda: check_sql_privileges(settings), failing=Level.WARN),
     ]
 
 

@@ -25,6 +25,7 @@ from core.tools.args import LogsArgs
 from core.tools.registry import clock_from, logs_tool
 from core.tools.sql import classify_url
 from core.tools.sql_errors import ConnectProblem, connect_problem
+from core.tools.sql_privileges import DOC, sql_privilege_problems
 
 _FIX_SQL = MappingProxyType({
     ConnectProblem.AUTH: "check the user and password in DIAG_SQL_URL (and that this user may connect from here)",
@@ -122,7 +123,6 @@ async def check_sql(settings: Settings) -> CheckResult:
     try:
         async with engine.connect() as conn:
             await conn.execute(text("SELECT 1"))
-            # Privileges of this role (read-only, no admin): the SQL-privileges work adds its check here.
     except Exception as exc:
         problem = connect_problem(exc)
         if problem is None:
@@ -135,3 +135,25 @@ async def check_sql(settings: Settings) -> CheckResult:
     finally:
         await engine.dispose()
     return CheckResult(name="tool.query_mysql", level=Level.OK, detail=f"DIAG_SQL_URL {shown} connects")
+
+
+async def check_sql_privileges(settings: Settings) -> CheckResult:
+    """The DIAG_SQL_URL account is read-only (query_mysql refuses a privileged one unless DIAG_SQL_ALLOW_PRIVILEGED=1)."""
+    name = "tool.query_mysql.privileges"
+    try:
+        backend, url = classify_url(settings.diag_sql_url)
+        if backend == "sqlite":
+            return CheckResult(name=name, level=Level.OK, detail="SQLite is opened read-only; no account to check")
+        problems = await sql_privilege_problems(settings.diag_sql_url)
+    except ToolFailure as exc:
+        return CheckResult(name=name, level=Level.SKIP, detail=f"not checked: {exc.message}")
+    user = url.username or "(default user)"
+    if not problems:
+        return CheckResult(name=name, level=Level.OK, detail=f"the SQL account {user} is read-only")
+    why = "; ".join(problems[:3])
+    if settings.diag_sql_allow_privileged:
+        return CheckResult(name=name, level=Level.WARN,
+                           detail=f"the SQL account {user} {why} (accepted: DIAG_SQL_ALLOW_PRIVILEGED=1)",
+                           fix=f"use a read-only account ({DOC}) and unset DIAG_SQL_ALLOW_PRIVILEGED")
+    return CheckResult(name=name, level=Level.WARN, detail=f"the SQL account {user} {why}; query_mysql refuses every query",
+                       fix=f"use a read-only account ({DOC}), or set DIAG_SQL_ALLOW_PRIVILEGED=1 to accept the risk")

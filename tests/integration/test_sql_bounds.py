@@ -16,6 +16,9 @@ import sqlglot
 from sqlglot import exp
 
 from core.errors import ToolFailure
+from core.health.result import Level
+from core.health.tools import check_sql_privileges
+from core.settings import Settings
 from core.tools.args import SqlArgs
 from core.tools.sql import SqlTool, classify_url
 from core.tools.sql_budget import ResultBudget
@@ -150,6 +153,8 @@ async def test_read_only_account_passes_the_check(server: Live) -> None:
         assert await sql_privilege_problems(url) == []
         result = await SqlTool(url, timeout_s=2, row_cap=5).run(SqlArgs(sql="SELECT COUNT(*) FROM orders"))
         assert int(result.rows[0][0]) == 200
+        line = (await check_sql_privileges(Settings(diag_sql_url=url))).line()
+        assert "is read-only" in line, line
     finally:
         for sql in cleanup:
             if server.name == "postgres":
@@ -168,3 +173,22 @@ def test_mysql_grants_are_read_by_privilege() -> None:
     assert problems == ["holds FILE, INSERT on *.*", "can grant privileges (WITH GRANT OPTION)"]
 
 
+
+
+async def test_diagbot_check_names_a_privileged_account(server: Live) -> None:
+    """`diagbot check`: a privileged DIAG_SQL_URL is a warning naming why and the fix, also when it is accepted."""
+    refused = await check_sql_privileges(Settings(diag_sql_url=server.url))
+    assert refused.level is Level.WARN
+    assert "refuses every query" in refused.line()
+    assert "docs/sql-readonly-role.md" in refused.line()
+    accepted = await check_sql_privileges(Settings(diag_sql_url=server.url, diag_sql_allow_privileged=True))
+    assert accepted.level is Level.WARN
+    assert "accepted: DIAG_SQL_ALLOW_PRIVILEGED=1" in accepted.line()
+
+
+async def test_diagbot_check_accepts_sqlite_and_skips_an_unreachable_server(lite: Live) -> None:
+    """SQLite is opened read-only (OK); a server that cannot be reached is left to the connection check (SKIP)."""
+    assert (await check_sql_privileges(Settings(diag_sql_url=lite.url))).level is Level.OK
+    skipped = await check_sql_privileges(Settings(diag_sql_url="postgresql://u:pw@127.0.0.1:9/x"))
+    assert skipped.level is Level.SKIP
+    assert "pw" not in skipped.line()
