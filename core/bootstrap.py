@@ -254,7 +254,7 @@ async def build_services(
         metrics = metrics or Metrics()
         redactor = Redactor()  # one rule set and memo for every projection and stored question
         boundary = ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes,
-                                metrics=metrics, redactor=redactor)
+                                metrics=metrics, redactor=redactor, raw_max_bytes=settings.diag_canonical_raw_max_bytes)
         guard = EvidenceGuard(canonical, rules)
 
         def metered(stage: str) -> ChatModel:

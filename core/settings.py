@@ -81,6 +81,8 @@ class Settings(BaseSettings):
     # Tunables beyond SPEC §11 (all optional).
     diag_projection_max_bytes: int = 8 * 1024
     diag_canonical_ttl_s: int = 6 * 3600
+    # Bytes of one raw tool result kept in the canonical record; beyond it the first items that fit, marked truncated.
+    diag_canonical_raw_max_bytes: int = 2 * 1024 * 1024
     diag_sql_timeout_s: float = 5.0
     diag_sql_row_cap: int = 200
     # System schemas/relations query_mysql may read beyond the defaults (comma-separated, e.g. "performance_schema").

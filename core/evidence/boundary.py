@@ -30,6 +30,7 @@ from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.evidence.instructions import spans_in
 from core.evidence.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
+from core.evidence.raw_cap import DEFAULT_RAW_MAX_BYTES, cap_raw
 from core.evidence.redaction import Redactor
 from core.evidence.subjects import cut_words, subject_of
 from core.observability.metrics import Metrics
@@ -98,6 +99,7 @@ class ToolBoundary:
         *,
         metrics: Metrics | None = None,
         redactor: Redactor | None = None,
+        raw_max_bytes: int = DEFAULT_RAW_MAX_BYTES,
     ) -> None:
         if projection_max_bytes < MIN_PROJECTION_BYTES:
             raise ValueError(f"projection_max_bytes must be at least {MIN_PROJECTION_BYTES}")
@@ -106,6 +108,7 @@ class ToolBoundary:
         self._canonical = canonical
         self._audit = audit
         self._max_bytes = projection_max_bytes
+        self._raw_max_bytes = raw_max_bytes
         self._metrics = metrics or Metrics()
 
     async def invoke(
@@ -238,7 +241,8 @@ class ToolBoundary:
             return ToolError(code="TIMEOUT", message=f"{name} did not answer within {timeout:.1f} s.")
         if failure is None:
             if isinstance(result, RawResult):
-                return self._measured(call, result)
+                # Serialising and capping a big result is CPU work: off the event loop, so acks stay fast.
+                return await asyncio.to_thread(self._measured, call, result, self._raw_max_bytes)
             logger.warning("tool %s returned %s instead of RawResult", name, type(result).__name__)
         elif isinstance(failure, ToolFailure):
             return ToolError(code=failure.code, message=failure.message)
@@ -248,14 +252,19 @@ class ToolBoundary:
         return ToolError(code="BACKEND_ERROR", message=f"The {name} backend failed unexpectedly; this call is not evidence.")
 
     @staticmethod
-    def _measured(call: _Call, raw: RawResult) -> RawResult | ToolError:
-        """Size the raw result once; one that cannot be serialised could never be stored or verified."""
+    def _measured(call: _Call, raw: RawResult, max_bytes: int) -> RawResult | ToolError:
+        """Size the raw result once and cap it for the canonical record; one that cannot be serialised (or not even
+        its first item fits the cap) could never be stored or verified."""
         try:
-            call.raw_bytes = len(raw.model_dump_json())
+            capped = cap_raw(raw, max_bytes)
         except ValueError:
             logger.warning("tool %s returned values that cannot be serialised", call.name)
             message = f"The {call.name} backend returned values that cannot be stored; this call is not evidence."
             return ToolError(code="BACKEND_ERROR", message=message)
+        if capped is None:
+            message = f"The {call.name} result is over {max_bytes // 1024} KiB even for one item; this call is not evidence."
+            return ToolError(code="RESULT_TOO_LARGE", message=message)
+        raw, call.raw_bytes = capped
         return raw
 
     # ---- recording -----------------------------------------------------------------------------
@@ -298,7 +307,10 @@ class ToolBoundary:
         if raw is not None and raw.effective_arguments:
             # The backend's resolved arguments (e.g. the default time window) are what grounding checks against.
             call.effective = {**call.effective, **to_jsonable_python(raw.effective_arguments, fallback=str)}
-        projection, size = self._project(call, raw, error)
+        if raw is None:
+            projection, size = self._project(call, raw, error)
+        else:  # redaction and bounding of a real result is CPU work: off the event loop
+            projection, size = await asyncio.to_thread(self._project, call, raw, error)
         _note_untrusted(call.ctx, projection)
         if write_record and call.tool_name is not None:
             state = InvocationState.FAILED if error is not None else InvocationState.READY

@@ -49,6 +49,7 @@ TOOL_ERROR_WORDS: dict[str, str] = {
     "BACKEND_ERROR": "the backend failed",
     "BACKEND_UNAVAILABLE": "the backend could not be reached",
     "STORE_UNAVAILABLE": "the evidence store was unavailable",
+    "RESULT_TOO_LARGE": "its result was too large to keep as evidence",
     "SQL_REFUSED": "the read-only SQL check refused it",
     "SQL_SYNTAX": "the SQL did not parse",
     "SQL_UNSUPPORTED": "that SQL is not supported",

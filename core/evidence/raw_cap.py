@@ -1,0 +1,43 @@
+"""The canonical record's size cap: a raw tool result over the bound keeps its first items/rows that fit, and says
+so in its notes (`canonical_truncated`), so what is stored, read back and verified is bounded in bytes whatever a
+backend returned.
+
+The cost is bounded by the cap, not by the result: entries are sized one at a time (a short encoder call each, so
+the event loop gets the GIL back between them when this runs in a worker thread) and sizing stops at the cap;
+only what is kept is serialised whole."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core.contracts.evidence import RawResult
+
+DEFAULT_RAW_MAX_BYTES = 2 * 1024 * 1024
+_RESERVE = 4096  # envelope: columns, arguments, notes, the truncation note itself
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode()) + 1
+
+
+def cap_raw(raw: RawResult, max_bytes: int = DEFAULT_RAW_MAX_BYTES) -> tuple[RawResult, int] | None:
+    """(raw, its JSON size) when it fits max_bytes; else the longest prefix of items/rows that fits, with a note, and
+    its size; None when not even the first item fits (the call is then an error, never an empty answer).
+    Raises ValueError when the kept part cannot be serialised."""
+    field = "rows" if raw.rows else "items"
+    entries: list[Any] = getattr(raw, field)
+    budget = max_bytes - _RESERVE - _size(raw.columns) - _size(raw.effective_arguments) - _size(raw.notes)
+    kept = 0
+    for entry in entries:
+        budget -= _size(entry)
+        if budget < 0:
+            break
+        kept += 1
+    if kept == len(entries):
+        return raw, len(raw.model_dump_json())
+    if kept == 0:
+        return None
+    note = {"kept": kept, "of": len(entries), "max_bytes": max_bytes}
+    capped = raw.model_copy(update={field: entries[:kept], "notes": {**raw.notes, "canonical_truncated": note}})
+    return capped, len(capped.model_dump_json())
