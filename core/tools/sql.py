@@ -6,14 +6,14 @@ Every expected failure becomes a ToolFailure with a safe message.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Iterable
 from datetime import datetime
 from typing import Any
 
-import asyncpg
-import pymysql
 from sqlalchemy.engine import URL
 
 from core.contracts.evidence import RawResult, ToolName
@@ -23,12 +23,32 @@ from core.tools.sql_budget import DEFAULT_CELL_MAX_BYTES, DEFAULT_RESULT_MAX_BYT
 from core.tools.sql_catalogs import parse_schema_setting
 from core.tools.sql_policy import Backend, PreparedQuery, prepare
 from core.tools.sql_privileges import mysql_problems, postgres_problems, refusal
-from core.tools.sql_server import classify_url, connect_mysql, connect_postgres, run_mysql, run_postgres
+from core.tools.sql_server import classify_url
 from core.tools.sql_sqlite import run_sqlite
 
 __all__ = ["SqlTool", "classify_url"]
 logger = logging.getLogger(__name__)
 _GRACE_S = 0.5  # the server should stop at the timeout; this is the guard for one that does not
+
+
+_DRIVERS: dict[Backend, str] = {"postgres": "core.tools.sql_postgres", "mysql": "core.tools.sql_mysql"}
+
+
+async def _driver(module: str) -> Any:
+    """A driver module (normally already loaded by SqlTool's constructor; else imported in a worker thread)."""
+    loaded = sys.modules.get(module)
+    return loaded if loaded is not None else await asyncio.to_thread(importlib.import_module, module)
+
+
+def _preload_driver(url: str) -> None:
+    """Import the configured server backend's driver at construction (start-up), not during the first query:
+    asyncpg/aiomysql and their SQLAlchemy dialects cost ~0.3 s, which would stall the event loop mid-serve."""
+    try:
+        backend, _ = classify_url(url)
+    except ToolFailure:
+        return  # reported by the first call
+    if backend in _DRIVERS:
+        importlib.import_module(_DRIVERS[backend])
 
 
 class SqlTool:
@@ -58,6 +78,7 @@ class SqlTool:
         self._cell_max_bytes = max(256, int(cell_max_bytes))
         self._result_max_bytes = max(self._cell_max_bytes, int(result_max_bytes))
         self._privileges_ok = False
+        _preload_driver(url)
 
     def _budget(self) -> ResultBudget:
         return ResultBudget(self._row_cap, self._cell_max_bytes, self._result_max_bytes)
@@ -67,7 +88,10 @@ class SqlTool:
         backend, url = classify_url(self._url)
         now = self._clock() if self._clock is not None else None
         current_db = url.database if backend == "mysql" else None
-        prepared = prepare(args.sql, backend, self._row_cap, now, schemas=self._schemas, current_db=current_db)
+        # Parsing, checking and rendering is pure-Python CPU work (and builds sqlglot's dialect tables on first use):
+        # in a worker thread, so the event loop keeps acknowledging Slack meanwhile.
+        prepared = await asyncio.to_thread(
+            prepare, args.sql, backend, self._row_cap, now, schemas=self._schemas, current_db=current_db)
         budget = self._budget()
         if backend == "sqlite":
             columns = await self._run_thread(url, prepared, budget)
@@ -109,28 +133,32 @@ class SqlTool:
             raise ToolFailure("SQL_TIMEOUT", "The query did not finish within the statement timeout.") from exc
 
     async def _postgres(self, url: URL, prepared: PreparedQuery, budget: ResultBudget) -> list[str]:
-        conn = await connect_postgres(url, self._timeout_s)
+        from core.tools import sql_postgres as driver
+
+        conn = await driver.connect_postgres(url, self._timeout_s)
         try:
             if not self._privileges_ok:
-                await self._check_privileges(url, postgres_problems(conn))
-            return await run_postgres(conn, prepared, budget, self._secrets(url))
+                await self._check_privileges(url, postgres_problems(conn), driver.ERRORS)
+            return await driver.run_postgres(conn, prepared, budget, self._secrets(url))
         finally:
             conn.terminate()  # nothing to drain or commit; never wait on a server still sending a big result
 
     async def _mysql(self, url: URL, prepared: PreparedQuery, budget: ResultBudget) -> list[str]:
-        conn = await connect_mysql(url, self._timeout_s)
+        from core.tools import sql_mysql as driver
+
+        conn = await driver.connect_mysql(url, self._timeout_s)
         try:
             if not self._privileges_ok:
-                await self._check_privileges(url, mysql_problems(conn))
-            return await run_mysql(conn, prepared, budget, self._secrets(url))
+                await self._check_privileges(url, mysql_problems(conn), driver.ERRORS)
+            return await driver.run_mysql(conn, prepared, budget, self._secrets(url))
         finally:
             conn.close()  # closes the socket: an unread unbuffered result is abandoned, not drained
 
-    async def _check_privileges(self, url: URL, check: Awaitable[list[str]]) -> None:
+    async def _check_privileges(self, url: URL, check: Awaitable[list[str]], errors: tuple[type[BaseException], ...]) -> None:
         """Refuse a privileged account once per tool (first connection) unless the operator allowed it."""
         try:
             problems = await check
-        except (asyncpg.PostgresError, asyncpg.InterfaceError, pymysql.err.MySQLError, OSError) as exc:
+        except errors as exc:
             raise ToolFailure("BACKEND_UNAVAILABLE", "The SQL account's privileges could not be checked.") from exc
         if problems and not self._allow_privileged:
             raise refusal(str(url.username or "(default)"), problems)

@@ -9,12 +9,14 @@ create a read-only account.
 from __future__ import annotations
 
 import re
-
-import aiomysql
-import asyncpg
+from typing import TYPE_CHECKING
 
 from core.errors import ToolFailure
-from core.tools.sql_server import classify_url, connect_mysql, connect_postgres
+from core.tools.sql_server import classify_url
+
+if TYPE_CHECKING:
+    import aiomysql
+    import asyncpg
 
 DOC = "docs/sql-readonly-role.md"
 # Privileges a read-only MySQL/MariaDB account may hold; anything else writes, changes schema or administers.
@@ -116,11 +118,15 @@ async def sql_privilege_problems(url: str, timeout_s: float = 5.0) -> list[str]:
     if backend == "sqlite":
         return []
     if backend == "postgres":
+        from core.tools.sql_postgres import connect_postgres
+
         pg = await connect_postgres(parsed, timeout_s)
         try:
             return await postgres_problems(pg)
         finally:
             await pg.close(timeout=2)
+    from core.tools.sql_mysql import connect_mysql
+
     my = await connect_mysql(parsed, timeout_s)
     try:
         return await mysql_problems(my)

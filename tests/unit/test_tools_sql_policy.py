@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-import core.tools.sql as sql_module
+import core.tools.sql_mysql as sql_mysql
+import core.tools.sql_postgres as sql_postgres
 from core.errors import ToolFailure
 from core.tools.args import SqlArgs
 from core.tools.sql import SqlTool
@@ -177,8 +178,8 @@ async def test_refused_statement_never_reaches_a_database(
         raise AssertionError("a refused statement opened a server connection")
 
     monkeypatch.setattr(sqlite3, "connect", no_sqlite)  # the module sql_sqlite.py calls
-    monkeypatch.setattr(sql_module, "connect_postgres", no_server)
-    monkeypatch.setattr(sql_module, "connect_mysql", no_server)
+    monkeypatch.setattr(sql_postgres, "connect_postgres", no_server)
+    monkeypatch.setattr(sql_mysql, "connect_mysql", no_server)
     tool = SqlTool(SERVER_URLS[backend].format(path=db), timeout_s=1, row_cap=10)
     with pytest.raises(ToolFailure) as info:
         await tool.run(SqlArgs(sql=sql))
