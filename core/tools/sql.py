@@ -10,7 +10,7 @@ import importlib
 import logging
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from datetime import datetime
 from typing import Any
 
@@ -78,6 +78,7 @@ class SqlTool:
         self._cell_max_bytes = max(256, int(cell_max_bytes))
         self._result_max_bytes = max(self._cell_max_bytes, int(result_max_bytes))
         self._privileges_ok = False
+        self._kills: set[asyncio.Task[None]] = set()
         _preload_driver(url)
 
     def _budget(self) -> ResultBudget:
@@ -133,26 +134,36 @@ class SqlTool:
             raise ToolFailure("SQL_TIMEOUT", "The query did not finish within the statement timeout.") from exc
 
     async def _postgres(self, url: URL, prepared: PreparedQuery, budget: ResultBudget) -> list[str]:
-        from core.tools import sql_postgres as driver
-
+        driver = await _driver(_DRIVERS["postgres"])
         conn = await driver.connect_postgres(url, self._timeout_s)
         try:
             if not self._privileges_ok:
                 await self._check_privileges(url, postgres_problems(conn), driver.ERRORS)
-            return await driver.run_postgres(conn, prepared, budget, self._secrets(url))
+            columns: list[str] = await driver.run_postgres(conn, prepared, budget, self._secrets(url))
+            return columns
         finally:
             conn.terminate()  # nothing to drain or commit; never wait on a server still sending a big result
 
     async def _mysql(self, url: URL, prepared: PreparedQuery, budget: ResultBudget) -> list[str]:
-        from core.tools import sql_mysql as driver
-
+        driver = await _driver(_DRIVERS["mysql"])
         conn = await driver.connect_mysql(url, self._timeout_s)
         try:
             if not self._privileges_ok:
                 await self._check_privileges(url, mysql_problems(conn), driver.ERRORS)
-            return await driver.run_mysql(conn, prepared, budget, self._secrets(url))
+            columns: list[str] = await driver.run_mysql(conn, prepared, budget, self._secrets(url))
+            return columns
+        except asyncio.CancelledError:
+            # MariaDB checks max_statement_time only between rows: one expensive expression runs on after the
+            # socket closes. Kill it from a fresh session (an account may always kill its own queries).
+            self._kill_later(driver.kill_query(url, conn.thread_id()))
+            raise
         finally:
             conn.close()  # closes the socket: an unread unbuffered result is abandoned, not drained
+
+    def _kill_later(self, kill: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(kill)
+        self._kills.add(task)
+        task.add_done_callback(self._kills.discard)
 
     async def _check_privileges(self, url: URL, check: Awaitable[list[str]], errors: tuple[type[BaseException], ...]) -> None:
         """Refuse a privileged account once per tool (first connection) unless the operator allowed it."""

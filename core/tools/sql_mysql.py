@@ -119,3 +119,18 @@ async def run_mysql(conn: aiomysql.Connection, prepared: PreparedQuery, budget: 
         raise
     except (pymysql.err.MySQLError, OSError) as exc:
         raise _mysql_failure(exc, secrets) from exc
+
+
+async def kill_query(url: URL, thread_id: int) -> None:
+    """KILL QUERY a statement of ours that outlived its timeout (best effort, bounded; failures are ignored)."""
+    try:
+        conn = await aiomysql.connect(**connect_args(url), connect_timeout=CONNECT_TIMEOUT_S, autocommit=True)
+    except (OSError, pymysql.err.MySQLError, TimeoutError):
+        return
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute(f"KILL QUERY {int(thread_id)}")
+    except (OSError, pymysql.err.MySQLError):
+        pass
+    finally:
+        conn.close()
