@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import ChannelMembers, RunAccess
 from bot.actions import register_actions
+from bot.assistant import build_assistant
 from bot.commands import register_commands
 from bot.dedup import Deduplicator
 from bot.delivery import DeliveryPolicy
@@ -104,6 +105,7 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
         feedback=feedback or FeedbackService(InMemoryFeedbackStore(), _RunsOf(chat), metrics),
         render=render_options(settings),
     )
+    app.use(build_assistant(deps))  # DMs' assistant threads; other events fall through to the listeners below
     register_events(app, deps)
     register_commands(app, deps)
     register_actions(app, deps)

@@ -60,6 +60,12 @@ def is_follow_up_candidate(event: dict[str, Any], bot_user_id: str | None) -> bo
     return not (bot_user_id and f"<@{bot_user_id}" in (event.get("text") or ""))
 
 
+def is_direct_question(event: dict[str, Any], bot_user_id: str | None) -> bool:
+    """A person's new top-level message in a DM with the bot (thread replies there are the assistant's or follow-ups)."""
+    return (event.get("channel_type") == "im" and not event.get("thread_ts") and is_human_message(event)
+            and bool(event.get("user")) and event.get("user") != bot_user_id)
+
+
 async def _claim(deps: BotDeps, body: dict[str, Any], channel: str, ts: str) -> bool:
     # Both claims are taken: a retry repeats event_id; a mention in a thread comes as two events with one ts.
     first_event = await deps.dedup.claim_event(body.get("event_id"))
@@ -99,6 +105,10 @@ def register_events(app: AsyncApp, deps: BotDeps) -> None:
 
     @app.event("message")
     async def on_message(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
+        if is_direct_question(event, context.bot_user_id):  # a new DM: answered in a thread under it
+            with deps.runner.busy():
+                await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id))
+            return
         if not is_follow_up_candidate(event, context.bot_user_id):
             return
         team = body.get("team_id") or event.get("team") or ""

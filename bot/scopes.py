@@ -11,6 +11,9 @@ BOT_SCOPES = frozenset({
     "groups:history",
     "channels:read",
     "groups:read",
+    "im:history",
+    "im:read",
+    "assistant:write",
 })
 # Without these no question reaches the bot or no answer leaves it: missing one stops `diagbot serve`.
 ESSENTIAL_SCOPES = frozenset({"app_mentions:read", "chat:write"})

@@ -255,3 +255,18 @@ async def test_a_thumbs_up_is_stored_once_per_user_and_shown_in_the_trace(real: 
     finally:
         await database.dispose()
     assert [(v.user, v.vote.value) for v in stored] == [("U2", "up")]
+
+
+@pytest.mark.parametrize("real", [True], indirect=True)
+async def test_assistant_thread_question_runs_the_real_pipeline(real: tuple[Harness, FakeOpenAIServer]) -> None:
+    """A question in Slack's assistant container (a DM thread) is diagnosed by the real pipeline: tasks streamed in
+    the DM, the thread titled, one verified final message in the thread."""
+    h, model = real
+    model.push(*_grounded_script())
+    await h.send.event(message("why is order-service failing?", ts="45.1", thread_ts="45.0", channel="D1",
+                               channel_type="im"))
+    await h.settle(30)
+    assert h.slack.calls_of("chat.startStream")[0].params["channel"] == "D1"
+    assert h.slack.titles[0]["thread_ts"] == "45.0"
+    [final] = h.slack.finals("D1", "45.0")
+    assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
