@@ -24,6 +24,7 @@ ITEM_MAX = 200
 VIEW_LINES = 20
 VIEW_ROWS = 20
 EXCERPT_MAX = 600
+LINES_MAX_CHARS = 2200
 NOT_KEPT = "_The items of this call were not kept with the report._"
 
 
@@ -67,8 +68,15 @@ def _call_blocks(source: EvidenceSource, projection: Mapping[str, Any], table_us
     """The blocks of one cited call's items; the bool says whether the message's one table block is now used."""
     tool = projection.get("tool_name")
     if tool == ToolName.QUERY_LOGS and (logs := _items(projection, "logs")):
-        lines = [log_line(line, 400) for line in logs[:VIEW_LINES]]
-        return [section(pre("\n".join(lines)))], table_used
+        lines, used = [], 0
+        for line in (log_line(item, 400) for item in logs[:VIEW_LINES]):
+            used += len(line) + 1
+            if used > LINES_MAX_CHARS:
+                break
+            lines.append(line)
+        more = len(logs) - len(lines)
+        note = f"\n_{more} more line{'s' if more != 1 else ''} of this call not shown._" if more > 0 else ""
+        return [section(pre("\n".join(lines)) + note)], table_used
     if tool == ToolName.QUERY_MYSQL and (rows := _rows(projection)):
         columns = [shorten(c, 60) for c in projection.get("columns") or []]
         body = [[cell(v) for v in r] for r in rows[:VIEW_ROWS]]
@@ -77,7 +85,7 @@ def _call_blocks(source: EvidenceSource, projection: Mapping[str, Any], table_us
         return [section(mono_table(columns, body))], table_used
     if tool == ToolName.LOOKUP_KNOWLEDGE and (blocks := _items(projection, "evidence_blocks")):
         parts = [f"*{escape(shorten(b.get('doc', '?'), 120))}* § {escape(shorten(b.get('heading', '?'), 120))}\n"
-                 f"{pre(shorten(b.get('text', ''), EXCERPT_MAX))}" for b in blocks[:3]]
+                 f"{pre(shorten(b.get('text', ''), EXCERPT_MAX))}" for b in blocks[:2]]
         return [section("\n".join(parts))], table_used
     if projection:
         return [section("_This query matched nothing (that is not proof of health)._")], table_used
