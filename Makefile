@@ -3,7 +3,7 @@ PY ?= python3.11
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo test lint bench preview
 
 setup: $(BIN)/diagbot
 
@@ -25,3 +25,8 @@ lint: setup
 
 bench: setup
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# README pictures: each message kind from the real renderers as HTML, screenshotted by headless Chromium
+# (Debian: apt-get install -y chromium) into docs/preview/*.png.
+preview: setup
+	$(BIN)/python -m entrypoints.preview
