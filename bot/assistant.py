@@ -56,6 +56,11 @@ def build_assistant(deps: BotDeps) -> AsyncAssistant:
         except Exception as exc:  # cosmetic: the thread still works without them
             log.warning("assistant thread greeting failed: %s", error_code(exc))
 
+    @assistant.thread_context_changed
+    async def on_context_changed() -> None:
+        """diagbot does not use the channel the user is viewing: bolt's default would store it in message metadata
+        (extra conversations.replies / chat.update calls for nothing)."""
+
     @assistant.user_message
     async def on_user_message(body: dict[str, Any], payload: dict[str, Any], context: AsyncBoltContext,
                               set_status: AsyncSetStatus, set_title: AsyncSetTitle) -> None:
