@@ -77,6 +77,7 @@ class SlackBot:
     async def aclose(self, timeout_s: float = 10.0) -> None:
         """Let running turns finish (bounded), then cancel them; close the connection pool we opened."""
         await self.deps.runner.aclose(timeout_s)
+        await self.deps.dedup.aclose()
         if self.session is not None:
             await self.session.close()
 

@@ -10,6 +10,7 @@ import re
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
+from slack_bolt.request.async_request import AsyncBoltRequest
 
 from bot.delivery import post_in_thread
 from bot.deps import BotDeps
@@ -66,10 +67,21 @@ def is_direct_question(event: dict[str, Any], bot_user_id: str | None) -> bool:
             and bool(event.get("user")) and event.get("user") != bot_user_id)
 
 
-async def _claim(deps: BotDeps, body: dict[str, Any], channel: str, ts: str) -> bool:
+def retry_num(request: AsyncBoltRequest | None) -> int:
+    """Slack's X-Slack-Retry-Num of this delivery (0 for a first delivery; Socket Mode passes retry_attempt here)."""
+    if request is None:
+        return 0
+    values = request.headers.get("x-slack-retry-num") or ["0"]
+    try:
+        return max(0, int(values[0]))
+    except (TypeError, ValueError):
+        return 0
+
+
+async def _claim(deps: BotDeps, body: dict[str, Any], channel: str, ts: str, retry: int) -> bool:
     # Both claims are taken: a retry repeats event_id; a mention in a thread comes as two events with one ts.
-    first_event = await deps.dedup.claim_event(body.get("event_id"))
-    return first_event and await deps.dedup.claim_message(channel, ts)
+    first_event = await deps.dedup.claim_event(body.get("event_id"), retry)
+    return first_event and await deps.dedup.claim_message(channel, ts, retry)
 
 
 async def _cancel(deps: BotDeps, session: SessionKey) -> None:
@@ -78,11 +90,11 @@ async def _cancel(deps: BotDeps, session: SessionKey) -> None:
     await post_in_thread(deps.client, session.channel, session.thread_ts, SlackMessage(text=text, blocks=[section(text)]))
 
 
-async def dispatch_turn(deps: BotDeps, body: dict[str, Any], event: dict[str, Any], text: str) -> None:
+async def dispatch_turn(deps: BotDeps, body: dict[str, Any], event: dict[str, Any], text: str, retry: int = 0) -> None:
     """Dedupe the user message, then start a turn or a cancel after the ack."""
     channel, ts = event.get("channel", ""), event.get("ts", "")
     team = body.get("team_id") or event.get("team") or ""
-    if not channel or not ts or not await _claim(deps, body, channel, ts):
+    if not channel or not ts or not await _claim(deps, body, channel, ts, retry):
         return
     session = SessionKey(team=team, channel=channel, thread_ts=event.get("thread_ts") or ts)
     if is_stop(text):
@@ -97,17 +109,21 @@ def register_events(app: AsyncApp, deps: BotDeps) -> None:
     """Attach the app_mention and message listeners."""
 
     @app.event("app_mention")
-    async def on_mention(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
+    async def on_mention(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
+                         request: AsyncBoltRequest) -> None:
         if not is_human_message(event):
             return
         with deps.runner.busy():
-            await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id))
+            await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id),
+                                retry_num(request))
 
     @app.event("message")
-    async def on_message(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext) -> None:
+    async def on_message(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
+                         request: AsyncBoltRequest) -> None:
         if is_direct_question(event, context.bot_user_id):  # a new DM: answered in a thread under it
             with deps.runner.busy():
-                await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id))
+                await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id),
+                                    retry_num(request))
             return
         if not is_follow_up_candidate(event, context.bot_user_id):
             return
@@ -115,4 +131,4 @@ def register_events(app: AsyncApp, deps: BotDeps) -> None:
         session = SessionKey(team=team, channel=event.get("channel", ""), thread_ts=event["thread_ts"])
         with deps.runner.busy():
             if await deps.chat.has_session(session.as_str()):
-                await dispatch_turn(deps, body, event, (event.get("text") or "").strip())
+                await dispatch_turn(deps, body, event, (event.get("text") or "").strip(), retry_num(request))

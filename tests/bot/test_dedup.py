@@ -1,4 +1,4 @@
-"""Dedup claims in real Redis: first claim wins per event_id and per (channel, ts); keys expire; store outages fail open."""
+"""Dedup claims in real Redis: first claim wins per event_id and per (channel, ts); keys expire; a store outage drops retries."""
 
 from __future__ import annotations
 
@@ -29,10 +29,16 @@ async def test_claims_are_shared_between_processes(redis_client: aioredis.Redis,
     assert not await b.claim_message("C1", "9.9")
 
 
-async def test_redis_down_fails_open() -> None:
-    """An unreachable store does not swallow the user's message: the claim succeeds (answering beats silence)."""
+async def test_redis_down_takes_first_deliveries_once_and_drops_retries() -> None:
+    """An unreachable store: a first delivery is claimed once in this process, a Slack retry is dropped (fail closed)."""
     client = aioredis.from_url("redis://127.0.0.1:1/0", socket_connect_timeout=0.2)
+    dedup = Deduplicator(RedisKV(client))
     try:
-        assert await Deduplicator(RedisKV(client)).claim_event("Ev1")
+        assert await dedup.claim_event("Ev1")
+        assert not await dedup.claim_event("Ev1")
+        assert not await dedup.claim_event("Ev2", retry_num=1)
+        assert await dedup.claim_message("C1", "1.0")
+        assert not await dedup.claim_message("C1", "1.0")
     finally:
+        await dedup.aclose()
         await client.aclose()
