@@ -75,6 +75,9 @@ class SlowChat:
     async def cancel_session(self, session_key: str) -> bool:
         return False
 
+    async def abandon(self, session_key: str, run_id: str) -> ReleaseOutcome:
+        return ReleaseOutcome(run_id=run_id, outcome=Outcome.FAILURE)
+
     async def get_run(self, run_id: str) -> RunRecord | None:
         return None
 

@@ -28,6 +28,7 @@ from bot.render.links import SourceLinks
 from bot.render.message import RenderOptions
 from bot.turns import TurnRunner
 from bot.unhandled import register_unhandled
+from bot.watchdog import TurnTiming
 from core.contracts.run import RunRecord
 from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, FeedbackPort, KeyValueStore
@@ -85,7 +86,7 @@ class SlackBot:
 def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, client: AsyncWebClient | None = None,
               progress_interval_s: float = MIN_INTERVAL_S, pooled: bool = True,
               metrics: Metrics | None = None, delivery: DeliveryPolicy = DeliveryPolicy(),
-              feedback: FeedbackPort | None = None) -> SlackBot:
+              feedback: FeedbackPort | None = None, timing: TurnTiming | None = None) -> SlackBot:
     """Build the app and its listeners' shared state (call inside a running loop when pooled; close with aclose)."""
     session = None
     if client is None and pooled:
@@ -100,8 +101,9 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
         chat=chat,
         client=client,
         dedup=Deduplicator(kv),
-        runner=TurnRunner(chat, client, progress_interval_s, run_deadline_s=settings.budgets.deadline_s,
-                          delivery=delivery, streaming=settings.diag_slack_streaming, render=render_options(settings)),
+        runner=TurnRunner(chat, client, progress_interval_s, delivery=delivery, kv=kv,
+                          timing=timing or TurnTiming(run_deadline_s=settings.budgets.deadline_s),
+                          streaming=settings.diag_slack_streaming, render=render_options(settings)),
         access=RunAccess(chat, ChannelMembers(client)),
         feedback=feedback or FeedbackService(InMemoryFeedbackStore(), _RunsOf(chat), metrics),
         render=render_options(settings),

@@ -48,6 +48,8 @@ class Turn(BaseModel):
     text: str = Field(max_length=4000)
     user: str
     message_ts: str = Field(description="The user message's own ts (dedup key with channel).")
+    run_id: str | None = Field(default=None, description="The id the run gets (chosen by the caller, so a watchdog "
+                               "or a queue knows it before the run starts); a fresh one when None.")
 
 
 class Budgets(BaseModel):

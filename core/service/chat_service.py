@@ -120,7 +120,7 @@ class ChatService:
     async def handle(self, turn: Turn, progress: ProgressSink | None = None) -> ReleaseOutcome:
         """Process one turn; never raises for anything that happens inside the run."""
         session_key = turn.session.as_str()
-        run_id = new_run_id()
+        run_id = turn.run_id or new_run_id()
         try:
             with log_fields(run_id=run_id, session=session_key), self._metrics.run_in_flight():
                 async with self._gate.turn(session_key, run_id):
@@ -134,6 +134,30 @@ class ChatService:
                 outcome=Outcome.FAILURE,
                 fallback=failure_fallback([], FailureCause.STORAGE),
             )
+
+    async def abandon(self, session_key: str, run_id: str) -> ReleaseOutcome:
+        """Finish a run found stuck past its deadline (the bot's watchdog): free its session for the turns waiting
+        behind it, record it FAILED, and return a FAILURE with what its tools observed. Never raises."""
+        try:
+            await self._gate.release(session_key, run_id)
+        except Exception as exc:  # the leases still lapse by themselves
+            log.error("releasing the session of stuck run %s failed: %s", run_id, type(exc).__name__)
+        ctx = RunContext(run_id=run_id, session_key=session_key, query="", timeline=self._timeline_factory(run_id),
+                         budgets=self._budgets)
+        record: RunRecord | None = None
+        try:
+            record = await self._runs.get(run_id)
+        except Exception as exc:
+            log.error("reading stuck run %s failed: %s", run_id, type(exc).__name__)
+        stub = record or RunRecord(run_id=run_id, session_key=session_key, team="", channel="", user="", query="",
+                                   started_at=datetime.now(UTC))
+        outcome = await self._failure(ctx, stub, FailureCause.DEADLINE)
+        if record is not None and record.status is RunStatus.RUNNING:
+            record.intent = record.intent or Intent(outcome.intent)
+            record.outcome, record.status = outcome.outcome, RunStatus.FAILED
+            record.finished_at = datetime.now(UTC)
+            await self._finish(ctx, record, outcome)
+        return outcome
 
     async def has_session(self, session_key: str) -> bool:
         """True when any run exists for this session (a KV marker first: it is asked for every thread message)."""
@@ -186,6 +210,10 @@ class ChatService:
         await ctx.timeline.record(EventType.RUN_STARTED, {"query_chars": len(turn.text)})
         async with self._gate.active(session_key, run_id, ctx.cancelled):
             outcome, status = await self._guarded(ctx, record)
+            abandoned = not self._gate.is_active(run_id)
+        if abandoned:  # the bot's watchdog finished this run already (abandon): its record says FAILED and stays so
+            log.warning("run %s returned after it was abandoned; its outcome is dropped", run_id)
+            return outcome
         record.intent = record.intent or Intent(outcome.intent)
         record.outcome = outcome.outcome
         record.fallback_type = outcome.fallback_type

@@ -62,6 +62,20 @@ class _Active:
     cancelled: asyncio.Event
 
 
+@dataclass
+class _Hold:
+    """Who holds a session's in-process lock; released once, by its turn or by `release()` (the watchdog)."""
+
+    run_id: str
+    lock: asyncio.Lock
+    released: bool = False
+
+    def release(self) -> None:
+        if not self.released:
+            self.released = True
+            self.lock.release()
+
+
 class SessionGate:
     """Serialises turns per session and tracks which run is active, in-process and through the KV store."""
 
@@ -85,6 +99,7 @@ class SessionGate:
         self._locks: dict[str, asyncio.Lock] = {}
         self._waiters: dict[str, int] = {}
         self._active: dict[str, _Active] = {}
+        self._holds: dict[str, _Hold] = {}
         self._leases: dict[str, str] = {}  # KV key -> the value its owner wrote (renewed by the keeper)
         self._keeper: asyncio.Task[None] | None = None
 
@@ -99,12 +114,18 @@ class SessionGate:
         lock = self._locks.setdefault(session_key, asyncio.Lock())
         self._waiters[session_key] = self._waiters.get(session_key, 0) + 1
         try:
-            async with lock:
+            await lock.acquire()
+            hold = self._holds[session_key] = _Hold(run_id, lock)
+            try:
                 await self._acquire_shared(session_key, run_id)
                 try:
                     yield
                 finally:
                     await self._release_shared(session_key, run_id)
+            finally:
+                hold.release()
+                if self._holds.get(session_key) is hold:
+                    del self._holds[session_key]
         finally:
             self._waiters[session_key] -= 1
             if self._waiters[session_key] == 0:
@@ -148,7 +169,7 @@ class SessionGate:
             self._hold(session_run_key(session_key), run_id)
             yield
         finally:
-            del self._active[run_id]
+            self._active.pop(run_id, None)  # release() may have dropped it already
             self._leases.pop(active_run_key(run_id), None)
             if self._leases.get(session_run_key(session_key)) == run_id:
                 del self._leases[session_run_key(session_key)]
@@ -223,6 +244,25 @@ class SessionGate:
         if remote_run_id is None:
             return False
         return await self.cancel_run(remote_run_id)
+
+    async def release(self, session_key: str, run_id: str) -> None:
+        """Free a session whose turn is stuck (the bot's watchdog): its waiters here go on, its leases stop being
+        renewed and are dropped, and the stuck turn's own release later is a no-op. Only `run_id`'s hold is freed."""
+        hold = self._holds.get(session_key)
+        if hold is not None and hold.run_id == run_id:
+            hold.release()
+            del self._holds[session_key]
+        active = self._active.pop(run_id, None)
+        if active is not None:
+            active.cancelled.set()
+        for key, value in ((lock_key(session_key), run_id), (active_run_key(run_id), session_key),
+                           (session_run_key(session_key), run_id)):
+            if self._leases.get(key) == value:
+                del self._leases[key]
+        self._idle_check()
+        await self._kv.delete_if(lock_key(session_key), run_id)
+        await self._kv.delete(active_run_key(run_id))
+        await self._kv.delete_if(session_run_key(session_key), run_id)
 
     def is_active(self, run_id: str) -> bool:
         """True while the run is running in this process."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
 import aiohttp
@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from bot.app import SlackBot, build_bot
 from bot.delivery import DeliveryPolicy
 from bot.serve import build_web_app
+from bot.watchdog import TurnTiming
 from core.settings import Settings
 from core.stores.kv import RedisKV
 from tests.bot.fake_chat import FakeChat
@@ -42,9 +43,11 @@ def settings(fake_slack: FakeSlack) -> Settings:
 
 
 @pytest.fixture
-def chat() -> FakeChat:
-    """The core port double (fast runs)."""
-    return FakeChat(delay_s=0.0)
+def chat() -> Iterator[FakeChat]:
+    """The core port double (fast runs); a run left wedged by a test is let go at the end."""
+    double = FakeChat(delay_s=0.0)
+    yield double
+    double.unstick.set()
 
 
 @dataclass
@@ -66,11 +69,17 @@ class Harness:
 
 
 @pytest.fixture
+def timing() -> TurnTiming | None:
+    """The turns' deadlines and watchdog (None: production's, from the settings); a test module may override it."""
+    return None
+
+
+@pytest.fixture
 async def harness(settings: Settings, fake_slack: FakeSlack, chat: FakeChat, redis_client: aioredis.Redis,
-                  key_prefix: str) -> AsyncIterator[Harness]:
+                  key_prefix: str, timing: TurnTiming | None) -> AsyncIterator[Harness]:
     """The app built by build_bot, served by aiohttp on a local port, with dedup in real Redis."""
     bot = build_bot(settings, chat, RedisKV(redis_client, prefix=key_prefix), progress_interval_s=0.05,
-                    delivery=FAST_DELIVERY)
+                    delivery=FAST_DELIVERY, timing=timing)
     server = TestServer(build_web_app(bot.app))
     await server.start_server()
     async with aiohttp.ClientSession() as session:

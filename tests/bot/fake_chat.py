@@ -58,6 +58,9 @@ class FakeChat:
         self.cancel_calls: list[str] = []
         self.started = asyncio.Event()
         self.fail_with: Exception | None = None
+        self.hang = False  # runs ignore their cancel and never return until `unstick` is set (a wedged component)
+        self.unstick = asyncio.Event()
+        self.abandoned: list[tuple[str, str]] = []
         self._ids = itertools.count(1)
 
     def add_run(self, run_id: str, team: str, channel: str, n_events: int = 3) -> RunRecord:
@@ -94,6 +97,9 @@ class FakeChat:
                     evidence_status=EvidenceStatus.EVIDENCE_FOUND, count=37)))
             if self.fail_with is not None:
                 raise self.fail_with
+            if self.hang:
+                await self._wedged()
+                return self.make_outcome(run_id)
             try:
                 await asyncio.wait_for(cancel.wait(), self.delay_s)
             except TimeoutError:
@@ -101,6 +107,23 @@ class FakeChat:
             return cancelled_outcome(run_id)
         finally:
             self.active.pop(key, None)
+
+    async def _wedged(self) -> None:
+        """Swallow every cancel until `unstick` (as a redis-py 8 task that keeps running after cancel())."""
+        while not self.unstick.is_set():
+            try:
+                await self.unstick.wait()
+            except asyncio.CancelledError:
+                continue
+
+    async def abandon(self, session_key: str, run_id: str) -> ReleaseOutcome:
+        """What the core does for the watchdog: free the session, FAILURE with the run's observed facts."""
+        self.abandoned.append((session_key, run_id))
+        active = self.active.pop(session_key, None)
+        outcome = cancelled_outcome(active[0] if active else run_id)
+        assert outcome.fallback is not None
+        return outcome.model_copy(update={"fallback": outcome.fallback.model_copy(update={
+            "stage": "the run did not finish in time", "reason": "its time limit passed"})})
 
     async def has_session(self, session_key: str) -> bool:
         return session_key in self.sessions
