@@ -38,6 +38,9 @@ MAX_TURN_TEXT = 4000
 SHUTDOWN_NOTE_TIMEOUT_S = 5.0
 # The watchdog's take-over never waits longer than this for the core (abandon) or the progress display to stop.
 TAKE_OVER_STEP_TIMEOUT_S = 15.0
+# How long a turn's final waits for another poster's live claim on the same turn (none, in this process's own runs:
+# a live claim there is a re-run elsewhere, whose answer then counts).
+CLAIM_WAIT_S = 5.0
 WATCHDOG_REASON = "the run did not finish within its deadline and was stopped"
 
 
@@ -125,10 +128,11 @@ class TurnRunner:
         if not task.cancelled() and task.exception() is not None:
             log.error("background task %s failed", task.get_name(), exc_info=task.exception())
 
-    async def _final(self, state: TurnState, owner: str, msg: SlackMessage, until: float) -> None:
+    async def _final(self, state: TurnState, owner: str, msg: SlackMessage, until: float,
+                     wait_s: float = CLAIM_WAIT_S) -> None:
         target = state.target
         await post_final_once(self._client, self._kv, target.key, owner, target.channel, target.thread_ts,
-                              state.progress.ts, msg, until=until, policy=self._delivery)
+                              state.progress.ts, msg, until=until, policy=self._delivery, wait_s=wait_s)
 
     async def _keep_placeholder(self, state: TurnState) -> None:
         """Record the placeholder as the turn's, so any later attempt (or process) edits this same message."""
@@ -156,7 +160,7 @@ class TurnRunner:
             if not state.abandoned:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     note = shutdown_message(progress.run_id or state.run_id)
-                    await self._final(state, state.run_id, note, time.monotonic() + SHUTDOWN_NOTE_TIMEOUT_S)
+                    await self._final(state, state.run_id, note, time.monotonic() + SHUTDOWN_NOTE_TIMEOUT_S, wait_s=0)
             self.watchdog.forget(state)
             raise
         finally:  # no progress task may outlive its turn
@@ -183,14 +187,17 @@ class TurnRunner:
             await bounded(state.progress.close(), TAKE_OVER_STEP_TIMEOUT_S)
             outcome = await bounded(self._chat.abandon(state.session.as_str(), state.run_id), TAKE_OVER_STEP_TIMEOUT_S)
             msg = render_outcome(outcome or watchdog_failure(state.progress.run_id or state.run_id), None, self._render)
-            await self._final(state, f"watchdog:{state.run_id}", msg, max(state.until, time.monotonic() + 5.0))
+            await self._final(state, f"watchdog:{state.run_id}", msg, max(state.until, time.monotonic() + 5.0), wait_s=0)
         finally:
             self.watchdog.forget(state)
 
     async def aclose(self, timeout_s: float = 10.0) -> None:
         """Wait briefly for running turns, then cancel the rest (shutdown); never waits on a turn that ignores it."""
+        deadline = time.monotonic() + timeout_s
+        while self._busy and time.monotonic() < deadline:  # noqa: ASYNC110 - listeners still deciding may start a turn
+            await asyncio.sleep(0.01)
         if self._tasks:
-            _, pending = await asyncio.wait(set(self._tasks), timeout=timeout_s)
+            _, pending = await asyncio.wait(set(self._tasks), timeout=max(0.0, deadline - time.monotonic()))
             for task in pending:
                 task.cancel()
             if pending:
