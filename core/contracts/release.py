@@ -26,6 +26,18 @@ class Violation(BaseModel):
     rule_id: str = ""
 
 
+class Derivation(BaseModel):
+    """A quantity the guard accepted as derived from grounded ones (a declared derivation of SPEC §5)."""
+
+    path: str = Field(description="Where in the draft, e.g. 'analysis[0].text'.")
+    quantity: str = Field(description="The quantity as written, e.g. '28 minutes'.")
+    kind: str = Field(description="Its kind, e.g. 'duration'.")
+    rule: str = Field(description="TIME_DIFFERENCE, WINDOW_LENGTH, PERCENT_OF, ITEM_COUNT or SUM.")
+    value: float = Field(description="The derived value (seconds for durations).")
+    inputs: list[str] = Field(default_factory=list, description="What it was derived from, in words.")
+    tool_call_ids: list[str] = Field(default_factory=list)
+
+
 class VerifiedEvidenceSnapshot(BaseModel):
     """The verified projections of every cited call (and nothing else), frozen for the SemanticGuard."""
 
@@ -36,6 +48,9 @@ class VerifiedEvidenceSnapshot(BaseModel):
     )
     rule_set_version: str
     warnings: list[Violation] = Field(default_factory=list)
+    derivations: list[Derivation] = Field(
+        default_factory=list, description="Quantities grounded by a declared derivation, so the SemanticGuard sees them."
+    )
 
 
 class GuardResult(BaseModel):
