@@ -10,6 +10,7 @@ import os
 import sys
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
@@ -58,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Tools: " + ", ".join(t.value for t in ToolName) + ". Each argument is an option: --service X.",
     )
     tool.add_argument("name", help="tool name")
+    evaluate = commands.add_parser("eval", help="a labelled grounding corpus through the EvidenceGuard (block and false-reject rates)")
+    evaluate.add_argument("path", help="corpus folder (cases *.jsonl + records.jsonl) or one cases file")
     return parser
 
 
@@ -197,6 +200,11 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
         return await _trace(settings, args.run_id)
     if args.command == "serve":
         return await _serve(settings)
+    if args.command == "eval":
+        from core.guard.rules import load_rules
+        from entrypoints.eval_cmd import run_eval
+
+        return await run_eval(Path(args.path), load_rules(settings.diag_rules_file))
     if args.command == "check":
         from entrypoints.check import check_command
 

@@ -132,15 +132,19 @@ class Grounder:
         calls = [self.evidence(c) for c in item.calls if c in self.records]
         stated: list[Stated] = []
         pending: list[Quantity] = []
-        seen: set[tuple[object, ...]] = set()
+        seen: dict[tuple[object, ...], Shown | None] = {}
         for claim in claims:
-            identity = (claim.kind, claim.value, claim.clock, claim.tolerance, claim.limit_cue)
-            if identity in seen or self._exempt(claim):
+            if self._exempt(claim):
                 continue
-            seen.add(identity)
             if claim.kind in NUMERIC_KINDS and any(_limit_is(call, claim.value) for call in calls):
                 claim.limit_cue = is_limit_statement(text, claim)
-            shown = self._direct(claim, calls, item.context)
+            identity = (claim.kind, claim.value, claim.clock, claim.tolerance, claim.limit_cue)
+            if identity in seen:  # each distinct quantity is searched (and reported) once per text
+                earlier = seen[identity]
+                if earlier is not None:
+                    stated.append(Stated(claim, earlier))  # but both '20's of 'active=20 of max_size=20' are inputs
+                continue
+            shown = seen[identity] = self._direct(claim, calls, item.context)
             if shown is None:
                 pending.append(claim)
             else:
@@ -152,6 +156,8 @@ class Grounder:
             if derived is None:
                 messages.append(explain(claim, calls, item.context))
             else:
+                # a derived quantity may feed the next derivation ("5 of the 493 matches are shown (1%)")
+                stated.append(Stated(claim, Shown(claim, Origin.RESULT, derived.tool_call_ids[0] if derived.tool_call_ids else "")))
                 derivations.append(
                     (claim.text, claim.kind.value, derived.rule, derived.value, derived.inputs, derived.tool_call_ids)
                 )

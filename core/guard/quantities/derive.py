@@ -13,6 +13,7 @@ bounded, and the guard records it in the snapshot so the SemanticGuard sees it.
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -95,9 +96,9 @@ def _window_length(claim: Quantity, calls: Sequence[CallEvidence]) -> Derived | 
     return None
 
 
-def _ratios(numbers: Sequence[tuple[float, str]]) -> Iterator[tuple[float, str, str]]:
+def _ratios(numbers: Sequence[tuple[float, str]], at_most_whole: bool) -> Iterator[tuple[float, str, str]]:
     for (a, ta), (b, tb) in itertools.permutations(numbers[:MAX_NUMBERS_PER_ITEM], 2):
-        if b > 0 and 0 <= a <= b:
+        if b > 0 and a >= 0 and (a <= b or not at_most_whole):
             yield 100.0 * a / b, ta, tb
 
 
@@ -107,9 +108,11 @@ def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallE
         if s.claim.kind in NUMERIC_KINDS:
             by_call.setdefault(s.shown.tool_call_id, []).append((s.claim.number, s.claim.text))
     for cid, numbers in by_call.items():
-        for ratio, a, b in _ratios(numbers):
+        for ratio, a, b in _ratios(numbers, at_most_whole=False):
             if close(claim.number, ratio, claim.tolerance):
                 return Derived("PERCENT_OF", ratio, (f"{a} of {b} (stated)",), (cid,))
+    if by_call:  # the text says which numbers its percentage is of: no other pair is looked for
+        return None
     for call in calls:
         items: dict[int, list[tuple[float, str]]] = {}
         for shown in call.index():
@@ -117,7 +120,7 @@ def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallE
                 label = f"{shown.field or 'value'}={shown.quantity.text}"
                 items.setdefault(shown.item, []).append((shown.quantity.number, label))
         for item, numbers in items.items():
-            for ratio, a, b in _ratios(numbers):
+            for ratio, a, b in _ratios(numbers, at_most_whole=True):
                 if close(claim.number, ratio, claim.tolerance):
                     return Derived("PERCENT_OF", ratio, (f"{a} of {b} in item {item}",), (call.tool_call_id,))
     return None
@@ -127,11 +130,31 @@ def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
 
+ITEM_NOUNS = frozenset({"line", "log", "entry", "entrie", "row", "result", "match", "matche", "record", "event", "message",
+                        "hit", "item", "sample", "section", "block", "document", "runbook"})
+"""Nouns that count listed items ('17 lines are shown'); any other noun must name what it counts."""
+
+
+_LISTED = re.compile(r"[^.;:()]{0,48}?\b(?:shown|listed|returned|displayed|fetched|read|lines?|rows?|entries|results|matches)\b",
+                     re.IGNORECASE)
+
+
+def _names_items(claim: Quantity, nouns: list[str], call: CallEvidence, text: str) -> bool:
+    """'17 lines', '5 of the 493 matching lines are shown', '5 were read', '3 deployments' (FROM deployments), and
+    partitives over what is listed ('two of the timeouts')."""
+    sql = str(call.arguments.get("sql", "")).lower()
+    if any(n in ITEM_NOUNS or (sql and f" {n}" in sql) for n in nouns):
+        return True
+    return _LISTED.match(text, claim.end) is not None or text.startswith((" of the ", " of them", " of those"), claim.end)
+
+
 def _item_count(claim: Quantity, calls: Sequence[CallEvidence], text: str) -> Derived | None:
-    lowered, noun = text.lower(), _singular(claim.noun)
+    lowered = text.lower()
+    nouns = [_singular(w) for w in claim.noun.split()]
     for call in calls:
         listed = call.items()
-        if listed and claim.number == listed:
+        counts_items = _names_items(claim, nouns, call, text)
+        if listed and claim.number == listed and counts_items:
             return Derived("ITEM_COUNT", float(listed), (f"{listed} items listed",), (call.tool_call_id,))
         values: dict[str, Counter[str]] = {}
         for _, key, value in call.leaves():
@@ -140,10 +163,10 @@ def _item_count(claim: Quantity, calls: Sequence[CallEvidence], text: str) -> De
         for key, counter in values.items():
             if len(counter) > MAX_DISTINCT_VALUES:
                 continue
-            if noun and _singular(key.lower()) == noun and claim.number == len(counter):
+            if nouns and _singular(key.lower()) in nouns and claim.number == len(counter):
                 inputs = (f"{len(counter)} distinct {key} values",)
                 return Derived("ITEM_COUNT", float(len(counter)), inputs, (call.tool_call_id,))
-            for value, times in counter.items():
+            for value, times in counter.items() if counts_items else ():
                 if claim.number == times and len(value) >= 2 and value.lower() in lowered:
                     return Derived("ITEM_COUNT", float(times), (f"{times} items with {key}={value}",), (call.tool_call_id,))
     return None

@@ -37,7 +37,7 @@ _RATE_TIME = r"(?:s|sec|second|min|minute|h|hr|hour)"
 
 _TOKEN = re.compile(
     rf"""
-    (?P<dt>(?<![\w.])\d{{4}}-\d{{2}}-\d{{2}}[T\ ]\d{{1,2}}:\d{{2}}(?::\d{{2}}(?:[.,]\d+)?)?
+    (?P<dt>(?<![\w.])\d{{4}}-\d{{2}}-\d{{2}}(?:[T\ ]|\ at\ )\d{{1,2}}:\d{{2}}(?::\d{{2}}(?:[.,]\d+)?)?
         (?:\ ?(?:Z|UTC|GMT|[+-]\d{{2}}:?\d{{2}}))?)
     |(?P<date>(?<![\w.])\d{{4}}[-/]\d{{2}}[-/]\d{{2}}(?!\d|:\d))
     |(?P<mdate>(?<![\w])(?:{_MONTH}\ \d{{1,2}}(?:st|nd|rd|th)?(?:,?\ \d{{4}})?
@@ -78,7 +78,7 @@ _KEY_UNIT = re.compile(
     r"|(?P<pct>pct|percent|percentage)|(?P<rate>rps|qps|per_s|per_sec|per_second)|(?P<id>status|code|port|id|version))$"
 )
 _DURATION_WORDS = frozenset({"took", "after", "in", "for", "within", "over", "lasted", "waited", "timeout"})
-_NOUN_AFTER = re.compile(r"\ (?:more\ |new\ |other\ |distinct\ |separate\ |consecutive\ )?[A-Za-z]{2,}")
+_NOUN_AFTER = re.compile(r"\ (?:more\ |new\ |other\ |distinct\ |separate\ |consecutive\ )?[A-Za-z]{2,}(?:\ [A-Za-z]{2,})?")
 
 
 def _decimals(digits: str) -> int:
@@ -108,7 +108,7 @@ def _time_parts(text: str) -> tuple[float, float] | None:
 
 
 def _datetime(text: str, start: int, end: int) -> Quantity | None:
-    date, rest = text[:10].replace("/", "-"), text[11:]
+    date, rest = text[:10].replace("/", "-"), text[11:].removeprefix("at ")
     time_text = re.match(r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?", rest)
     if not _valid_date(date) or time_text is None:
         return None
@@ -241,7 +241,7 @@ def _classify_number(text: str, match: re.Match[str]) -> Quantity | None:
         return Quantity(Kind.VERSION, match["digits"], written, start, end)
     noun = _NOUN_AFTER.match(text, end) if integer else None
     count = bool(match["x"]) or noun is not None
-    word = noun.group(0).rsplit(" ", 1)[-1].lower() if noun is not None else ""
+    word = noun.group(0).strip().lower() if noun is not None else ""
     return Quantity(Kind.COUNT if count else Kind.NUMBER, value, written, start, end, tol, noun=word)
 
 

@@ -65,7 +65,7 @@ class Quantity:
     key: str = ""
     """For evidence: the field or column it was shown in ('' for free text)."""
     noun: str = ""
-    """For a count: the word after it, lower case ('pods' in '3 pods')."""
+    """For a count: the one or two words after it, lower case ('pods' in '3 pods', 'pool samples' in '3 pool samples')."""
 
     @property
     def number(self) -> float:
