@@ -59,7 +59,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Tools: " + ", ".join(t.value for t in ToolName) + ". Each argument is an option: --service X.",
     )
     tool.add_argument("name", help="tool name")
-    evaluate = commands.add_parser("eval", help="a labelled grounding corpus through the EvidenceGuard (block and false-reject rates)")
+    evaluate = commands.add_parser(
+        "eval", help="a labelled grounding corpus through the EvidenceGuard (block and false-reject rates)"
+    )
     evaluate.add_argument("path", help="corpus folder (cases *.jsonl + records.jsonl) or one cases file")
     return parser
 

@@ -168,7 +168,8 @@ async def run_case(case: Case, shared: dict[str, CanonicalRecord], rules: RuleSe
     except ValidationError as exc:
         raise CorpusError(f"case {case.id!r}: the draft is not a DiagnosisDraft: {exc.errors()[0]['msg']}") from exc
     result = await EvidenceGuard(store, rules).check(run_id, draft)
-    return CaseResult(case, result.valid, [v.code for v in result.violations], [f"{v.path}: {v.message}" for v in result.violations])
+    messages = [f"{v.path}: {v.message}" for v in result.violations]
+    return CaseResult(case, result.valid, [v.code for v in result.violations], messages)
 
 
 async def run_corpus(path: Path, rules: RuleSet) -> EvalReport:

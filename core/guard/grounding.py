@@ -157,7 +157,8 @@ class Grounder:
                 messages.append(explain(claim, calls, item.context))
             else:
                 # a derived quantity may feed the next derivation ("5 of the 493 matches are shown (1%)")
-                stated.append(Stated(claim, Shown(claim, Origin.RESULT, derived.tool_call_ids[0] if derived.tool_call_ids else "")))
+                source = derived.tool_call_ids[0] if derived.tool_call_ids else ""
+                stated.append(Stated(claim, Shown(claim, Origin.RESULT, source)))
                 derivations.append(
                     (claim.text, claim.kind.value, derived.rule, derived.value, derived.inputs, derived.tool_call_ids)
                 )

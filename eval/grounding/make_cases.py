@@ -8,6 +8,7 @@ writes from the same evidence ("timed out after 30 s" for 30000ms, "100% of the 
 "for 28 minutes, from 23:02 to 23:30", "in the 2-hour window", "at 11:00 pm").
 """
 
+# ruff: noqa: E501  (case tables read best one case a line)
 from __future__ import annotations
 
 import json

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pint
 import pytest
 
 from core.guard.quantities import units
 
-REGISTRY = pint.UnitRegistry(cache_folder=None)
+REGISTRY: Any = pint.UnitRegistry(cache_folder=None)
 
 
 @pytest.mark.parametrize("name", sorted(units.UNIT_SECONDS))

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -144,9 +144,9 @@ class CallEvidence:
                 if check(text, at, at + len(form)):
                     line = text.rfind("\n", 0, at) + 1
                     key = _LINE_KEY.match(text, line)
-                    if key is None or key.end() <= at:  # in a value, not a key
-                        if key is None or orjson.loads(f'"{key.group(1)}"') not in SKIPPED_FIELDS:
-                            return True
+                    in_value = key is None or key.end() <= at  # in a value, not a key
+                    if in_value and (key is None or orjson.loads(f'"{key.group(1)}"') not in SKIPPED_FIELDS):
+                        return True
                 at = text.find(form, at + 1)
         return False
 

@@ -82,8 +82,8 @@ def exact_forms(claim: Quantity) -> tuple[list[str], Check] | None:
         return [f"{whole}%", f"{whole} %"], _unit_ok
     if kind is Kind.DURATION and isinstance(value, float):
         forms = []
-        for unit, seconds in DURATION_UNITS_BY_SIZE:
-            amount = _number(value / seconds)
+        for unit, in_seconds in DURATION_UNITS_BY_SIZE:
+            amount = _number(value / in_seconds)
             if amount is not None and not (unit == "s" and 100 <= int(amount) <= 599):
                 forms += [f"{amount}{unit}", f"{amount} {unit}"]
         return forms, _unit_ok
