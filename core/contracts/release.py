@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -51,6 +52,23 @@ class VerifiedEvidenceSnapshot(BaseModel):
     derivations: list[Derivation] = Field(
         default_factory=list, description="Quantities grounded by a declared derivation, so the SemanticGuard sees them."
     )
+
+
+class StoredDraft(BaseModel):
+    """A draft as the EvidenceGuard checked it, kept in the audit store for `diagbot replay` (internal: never shown).
+
+    It holds what the guard read (the run's canonical records without raw backend results, and the instruction-like
+    spans the agent was shown), so a later rules file can re-check it after the records left Redis."""
+
+    run_id: str
+    stage: str = Field(description="'initial' (the agent's draft) or 'repair' (the repaired draft).")
+    draft: DiagnosisDraft
+    records: list[dict[str, Any]] = Field(default_factory=list, description="The run's canonical records (no raw result).")
+    untrusted: list[str] = Field(default_factory=list)
+    rule_set_version: str
+    valid: bool
+    codes: list[str] = Field(default_factory=list, description="Violation codes of that check, in order.")
+    recorded_at: datetime
 
 
 class GuardResult(BaseModel):
