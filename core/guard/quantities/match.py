@@ -30,8 +30,9 @@ class Context:
 
 
 def close(claim: float, shown: float, tolerance: float) -> bool:
-    """Equal within the claim's rounding (plus float noise)."""
-    return abs(claim - shown) <= tolerance + 1e-9 * max(1.0, abs(claim))
+    """Equal, or inside the claim's rounding: '1 minute' is 30-90 s exclusive, so 30 s is not a minute."""
+    gap, noise = abs(claim - shown), 1e-9 * max(1.0, abs(claim))
+    return gap <= noise or gap < tolerance - noise
 
 
 def _same_clock(claim: float, precision: float, shown: float) -> bool:
