@@ -31,7 +31,17 @@ from core.llm.model import ModelReply, ModelUnavailable
 from core.llm.prompts import PromptLibrary
 from core.observability.metered_model import MeteredChatModel
 from core.observability.metrics import Metrics
-from core.ports import AuditStore, CanonicalStore, ChatModel, FeedbackStore, KeyValueStore, RunStore, TimelineStore, Tool
+from core.ports import (
+    AuditStore,
+    CanonicalStore,
+    ChatModel,
+    DraftArchive,
+    FeedbackStore,
+    KeyValueStore,
+    RunStore,
+    TimelineStore,
+    Tool,
+)
 from core.release.release import DiagnosisRelease
 from core.service.chat_service import ChatService, RunVersions
 from core.service.feedback import FeedbackService
@@ -47,7 +57,7 @@ from core.steps.router import IntentRouter
 from core.steps.schemas import diagnosis_tools, knowledge_tools
 from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
 from core.stores.kv import InMemoryKV, RedisKV
-from core.stores.memory import InMemoryFeedbackStore
+from core.stores.memory import InMemoryAuditStore, InMemoryFeedbackStore
 from core.stores.sql.audit import SqlAuditStore
 from core.stores.sql.db import Database
 from core.stores.sql.errors import describe_database_error
@@ -107,6 +117,11 @@ class UnconfiguredModel:
 def model_configured(settings: Settings) -> bool:
     """True when settings name a model and an endpoint (a base URL, or an API key for OpenAI's default URL)."""
     return bool(settings.diag_model) and bool(settings.openai_base_url or settings.openai_api_key)
+
+
+def draft_archive(audit: AuditStore) -> DraftArchive | None:
+    """The audit store keeps checked drafts for `diagbot replay` when it can (the shipped ones can)."""
+    return audit if isinstance(audit, SqlAuditStore | InMemoryAuditStore) else None
 
 
 @dataclass
@@ -265,7 +280,7 @@ async def build_services(
         repairer = LlmEvidenceRepairer(metered("repair"), agent_model, prompts, audit, timeout_s=timeout_s, strict=strict)
         judge = LlmSemanticJudge(metered("semantic_guard"), guard_model, prompts, audit,
                                  input_cap_bytes=settings.diag_semantic_input_cap_bytes, timeout_s=timeout_s)
-        release = DiagnosisRelease(guard, repairer, judge, canonical, metrics=metrics)
+        release = DiagnosisRelease(guard, repairer, judge, canonical, metrics=metrics, drafts=draft_archive(audit))
         agent = DiagnosisAgent(metered("agent"), agent_model, boundary, prompts, audit, call_timeout_s=timeout_s,
                                tools=diagnosis_tools(strict=strict))
         router = IntentRouter(metered("router"), agent_model, prompts, timeout_s=settings.router_timeout_s)

@@ -12,7 +12,14 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary, CanonicalRecord, InvocationMeta, RawResult, ToolName
 from core.contracts.feedback import Feedback, FeedbackTally, Vote
 from core.contracts.progress import ProgressUpdate
-from core.contracts.release import PublishedReport, ReleaseOutcome, SemanticVerdict, VerifiedEvidenceSnapshot, Violation
+from core.contracts.release import (
+    PublishedReport,
+    ReleaseOutcome,
+    SemanticVerdict,
+    StoredDraft,
+    VerifiedEvidenceSnapshot,
+    Violation,
+)
 from core.contracts.run import EventType, Intent, RunRecord, StopReason, TimelineEvent, Turn
 
 if TYPE_CHECKING:
@@ -78,6 +85,20 @@ class AuditStore(Protocol):
 
     async def record_reasoning(self, run_id: str, stage: str, step: int, content: str | None) -> None:
         """Store provider reasoning; None is stored as 'unavailable'."""
+        ...
+
+
+class DraftArchive(Protocol):
+    """Where checked drafts are kept for `diagbot replay` (the SQL audit store; subject to retention)."""
+
+    async def record_draft(self, stored: StoredDraft) -> None: ...
+
+    async def drafts(self, run_id: str) -> list[StoredDraft]:
+        """The run's stored drafts, in check order."""
+        ...
+
+    async def drafts_since(self, since: datetime, limit: int) -> list[StoredDraft]:
+        """Drafts recorded at or after `since` (at most `limit`, oldest first)."""
         ...
 
 

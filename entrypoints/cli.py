@@ -10,6 +10,7 @@ import os
 import sys
 import uuid
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import BaseModel, ValidationError
@@ -58,6 +59,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Tools: " + ", ".join(t.value for t in ToolName) + ". Each argument is an option: --service X.",
     )
     tool.add_argument("name", help="tool name")
+    evaluate = commands.add_parser(
+        "eval", help="a labelled grounding corpus through the EvidenceGuard (block and false-reject rates)"
+    )
+    evaluate.add_argument("path", help="corpus folder (cases *.jsonl + records.jsonl) or one cases file")
+    replay = commands.add_parser("replay", help="re-check stored drafts under the current rules file")
+    replay.add_argument("run_id", nargs="?", default=None)
+    replay.add_argument("--since", metavar="AGE", type=schema_commands.older_than, default=None,
+                        help="every draft stored in this period (7d, 12h), summarised")
     return parser
 
 
@@ -197,6 +206,17 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
         return await _trace(settings, args.run_id)
     if args.command == "serve":
         return await _serve(settings)
+    if args.command == "replay":
+        if (args.run_id is None) == (args.since is None):
+            parser.error("replay needs a RUN_ID or --since AGE (one of them)")
+        from entrypoints.replay_cmd import run_replay
+
+        return await run_replay(settings, args.run_id, args.since)
+    if args.command == "eval":
+        from core.guard.rules import load_rules
+        from entrypoints.eval_cmd import run_eval
+
+        return await run_eval(Path(args.path), load_rules(settings.diag_rules_file))
     if args.command == "check":
         from entrypoints.check import check_command
 

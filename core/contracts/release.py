@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -26,6 +27,18 @@ class Violation(BaseModel):
     rule_id: str = ""
 
 
+class Derivation(BaseModel):
+    """A quantity the guard accepted as derived from grounded ones (a declared derivation of SPEC §5)."""
+
+    path: str = Field(description="Where in the draft, e.g. 'analysis[0].text'.")
+    quantity: str = Field(description="The quantity as written, e.g. '28 minutes'.")
+    kind: str = Field(description="Its kind, e.g. 'duration'.")
+    rule: str = Field(description="TIME_DIFFERENCE, WINDOW_LENGTH, PERCENT_OF, ITEM_COUNT or SUM.")
+    value: float = Field(description="The derived value (seconds for durations).")
+    inputs: list[str] = Field(default_factory=list, description="What it was derived from, in words.")
+    tool_call_ids: list[str] = Field(default_factory=list)
+
+
 class VerifiedEvidenceSnapshot(BaseModel):
     """The verified projections of every cited call (and nothing else), frozen for the SemanticGuard."""
 
@@ -36,6 +49,26 @@ class VerifiedEvidenceSnapshot(BaseModel):
     )
     rule_set_version: str
     warnings: list[Violation] = Field(default_factory=list)
+    derivations: list[Derivation] = Field(
+        default_factory=list, description="Quantities grounded by a declared derivation, so the SemanticGuard sees them."
+    )
+
+
+class StoredDraft(BaseModel):
+    """A draft as the EvidenceGuard checked it, kept in the audit store for `diagbot replay` (internal: never shown).
+
+    It holds what the guard read (the run's canonical records without raw backend results, and the instruction-like
+    spans the agent was shown), so a later rules file can re-check it after the records left Redis."""
+
+    run_id: str
+    stage: str = Field(description="'initial' (the agent's draft) or 'repair' (the repaired draft).")
+    draft: DiagnosisDraft
+    records: list[dict[str, Any]] = Field(default_factory=list, description="The run's canonical records (no raw result).")
+    untrusted: list[str] = Field(default_factory=list)
+    rule_set_version: str
+    valid: bool
+    codes: list[str] = Field(default_factory=list, description="Violation codes of that check, in order.")
+    recorded_at: datetime
 
 
 class GuardResult(BaseModel):

@@ -5,9 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from core.contracts.draft import DiagnosisDraft
+from core.contracts.evidence import CanonicalRecord
 from core.contracts.release import GuardResult, Severity, VerifiedEvidenceSnapshot, Violation
 from core.guard.checks import CHECKS
-from core.guard.inputs import GuardCaches, GuardInput, cited_ids
+from core.guard.grounding import limitations_need_run_calls
+from core.guard.inputs import GuardCaches, GuardInput, cited_ids, referencable_problem
 from core.guard.rules import RuleSet
 from core.ports import CanonicalStore
 
@@ -35,6 +37,14 @@ class EvidenceGuard:
         """The version of the rules file this guard checks under."""
         return self._rules.rule_set_version
 
+    async def _run_calls(self, run_id: str) -> dict[str, CanonicalRecord]:
+        """Every referencable call of the run (the limitations rest on all of them); one more read, only when needed."""
+        try:
+            records = await self._canonical.list_run(run_id)
+        except Exception as exc:
+            raise GuardUnavailable(f"canonical store unreadable ({type(exc).__name__})") from exc
+        return {r.tool_call_id: r for r in records if referencable_problem(run_id, r.tool_call_id, r) is None}
+
     async def check(self, run_id: str, draft: DiagnosisDraft, untrusted: Sequence[str] = ()) -> GuardResult:
         """Check a draft against this run's canonical records (one batched read); raise GuardUnavailable if unreadable.
 
@@ -49,6 +59,8 @@ class EvidenceGuard:
                 raise GuardUnavailable(f"canonical store unreadable ({type(exc).__name__})") from exc
         data = GuardInput.build(run_id, draft, self._rules, records, self._caches)
         data.untrusted = tuple(untrusted)
+        if self._rules.rules["numeric_grounding"].enabled and limitations_need_run_calls(data):
+            data.run_calls = await self._run_calls(run_id)
         violations: list[Violation] = []
         warnings: list[Violation] = []
         for rule in self._rules.enabled_rules():
@@ -69,5 +81,6 @@ class EvidenceGuard:
             effective_arguments={r.tool_call_id: r.effective_arguments for r in cited},
             rule_set_version=self._rules.rule_set_version,
             warnings=warnings,
+            derivations=data.derivations,
         )
         return GuardResult(valid=True, snapshot=snapshot, warnings=warnings)

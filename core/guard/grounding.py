@@ -1,96 +1,237 @@
-"""Numeric grounding check: every number in the draft appears in the tool results it rests on."""
+"""Quantity grounding (SPEC §5): every quantity of every published text is shown by the evidence that text rests on.
+
+An analysis rests on the calls it cites; the conclusion, an action or a recommendation on the calls of the analyses
+it is based on; the limitations (scope and missing info) on every referencable call of the run, arguments
+included. Quantities are typed (core/guard/quantities): a claim is grounded by an evidence quantity of a compatible
+kind, value and origin, or by a declared derivation, which is recorded for the snapshot. Anything else is
+NUMBER_NOT_IN_EVIDENCE with a message naming the quantity, its kind and why.
+"""
 
 from __future__ import annotations
 
 import marshal
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 
+from core.contracts.draft import AnalysisKind
+from core.contracts.evidence import CanonicalRecord
+from core.contracts.release import Derivation
 from core.guard.inputs import Finding, GuardInput, dependent_items
-from core.guard.numbers import EvidenceText, canonical, evidence_text, numbers_in
+from core.guard.quantities.derive import Stated, derive
+from core.guard.quantities.evidence import LIMIT_ARGUMENTS, CallEvidence, search_forms
+from core.guard.quantities.exact import exact_forms
+from core.guard.quantities.explain import explain
+from core.guard.quantities.extract import extract_with_text, is_limit_statement
+from core.guard.quantities.match import Context, grounds
+from core.guard.quantities.model import CLOCK_KINDS, DAY_KINDS, NUMERIC_KINDS, Origin, Quantity, Shown
+from core.guard.rules import NumericGroundingParams
 
-SourceKey = tuple[bytes, bytes | None]
-"""(projection_key, marshal bytes of the chosen arguments or None when arguments are not sources): exactly
-determines a call's evidence text, so it can stand for it without building it."""
+CODE = "NUMBER_NOT_IN_EVIDENCE"
+TIMES_AND_DAYS = CLOCK_KINDS | DAY_KINDS
+SourceKey = tuple[bytes, bytes]
+"""(projection_key, marshal bytes of the effective arguments): exactly determines a call's evidence."""
+Answer = tuple[tuple[str, ...], tuple[tuple[str, str, str, float, tuple[str, ...], tuple[str, ...]], ...]]
+"""A text's (violation messages, derivations as (quantity, kind, rule, value, inputs, ids)), path-free, for the
+guard's item cache."""
 
-# data.caches.sources: source key -> the EvidenceText of its evidence text, skipping the text's rebuild.
-# data.caches.items: (item text, source keys of its calls, ignore, min_digits) -> its ungrounded numbers, in order.
+
+@dataclass(frozen=True, slots=True)
+class Published:
+    """One published text and what it rests on."""
+
+    path: str
+    text: str
+    calls: tuple[str, ...]
+    context: Context
 
 
-def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
-    """NUMBER_NOT_IN_EVIDENCE for each distinct ungrounded number of an analysis, conclusion, action or recommendation."""
-    params = data.rules.numeric
-    ignore = frozenset(canonical(t) for t in params.ignore)
-    min_digits = params.min_digits
-    argument_keys = params.argument_keys if params.allow_arguments else None
-    sources: dict[str, EvidenceText] = {}
-    source_keys: dict[str, SourceKey | None] = {}
-
-    def source_key(cid: str) -> SourceKey | None:
-        if cid in source_keys:
-            return source_keys[cid]
-        found: SourceKey | None = None
-        projection = data.projection_keys.get(cid)
-        if projection is not None:
-            if argument_keys is None:
-                found = (projection, None)
-            else:
-                arguments = data.usable[cid].effective_arguments
-                try:
-                    found = (projection, marshal.dumps({k: arguments[k] for k in argument_keys if k in arguments}, 4))
-                except ValueError:  # not builtin values: no exact key
-                    found = None
-        source_keys[cid] = found
-        return found
-
-    def source(cid: str) -> EvidenceText:
-        key = source_key(cid)
-        found = data.caches.sources.get(key) if key is not None else None
-        if found is None:
-            record = data.usable[cid]
-            found = EvidenceText(evidence_text(record.projection or {}, record.effective_arguments, argument_keys))
-            if key is not None:
-                data.caches.sources.put(key, found)
-        sources[cid] = found
-        return found
-
-    def search(text: str, cids: Sequence[str]) -> Iterator[str]:
-        for number in dict.fromkeys(numbers_in(text)):  # distinct numbers, first occurrence order
-            if number in ignore or (min_digits > 1 and sum(ch.isdigit() for ch in number) < min_digits):
-                continue
-            for cid in cids:
-                if (sources.get(cid) or source(cid)).grounds(number):
-                    break
-            else:
-                yield number
-
-    def ungrounded(path: str, text: str, cids: Sequence[str]) -> Iterator[Finding]:
-        keys = tuple(key for key in map(source_key, cids) if key is not None)
-        if len(keys) == len(cids):  # every source has an exact key: the answer is a pure function of this memo key
-            memo = (text, keys, ignore, min_digits)
-            numbers = data.caches.items.get(memo)
-            if numbers is None:
-                numbers = data.caches.items.put(memo, tuple(search(text, cids)))
-        else:
-            numbers = tuple(search(text, cids))
-        for number in numbers:
-            yield Finding("NUMBER_NOT_IN_EVIDENCE", path, f"the number {number} does not appear in the tool results cited")
-
-    # An item is checked only when every call it rests on is usable; otherwise its citations are already rejected
-    # by the (locked) ownership rule, and reporting its numbers too would only repeat that.
-    calls_of_analysis: dict[str, list[str] | None] = {}
+def published_texts(data: GuardInput, run_calls: Sequence[str]) -> Iterator[Published]:
+    """Every text the release publishes, with the calls it rests on. An analysis is checked only when every call
+    it cites is usable (otherwise its citations are already rejected, and its numbers would only repeat that);
+    likewise a dependent item whose analyses are all checkable."""
+    calls_of: dict[str, list[str] | None] = {}
     for i, item in enumerate(data.draft.analysis):
         cids: list[str] | None = list(dict.fromkeys(item.tool_call_ids))
         if cids and all(c in data.usable for c in cids):
-            yield from ungrounded(f"analysis[{i}].text", item.text, cids)
+            negative = item.kind is AnalysisKind.NEGATIVE_OBSERVATION
+            yield Published(f"analysis[{i}].text", item.text, tuple(cids), Context(negative=negative))
         else:
             cids = None
         aid = item.analysis_id.strip()
-        known = calls_of_analysis.get(aid, [])
-        calls_of_analysis[aid] = None if known is None or cids is None else [*known, *cids]
+        known = calls_of.get(aid, [])
+        calls_of[aid] = None if known is None or cids is None else [*known, *cids]
     for prefix, text, refs in dependent_items(data.draft):
-        bases = [calls_of_analysis.get(ref.strip()) for ref in refs if ref.strip() in calls_of_analysis]
+        bases = [calls_of.get(ref.strip()) for ref in refs if ref.strip() in calls_of]
         if not bases or any(base is None for base in bases):
             continue
         cids = list(dict.fromkeys(c for base in bases if base is not None for c in base))
         field = "action" if prefix.startswith("action_plan") else "text"
-        yield from ungrounded(f"{prefix}.{field}", text, cids)
+        yield Published(f"{prefix}.{field}", text, tuple(cids), Context())
+    limitations = Context(limitations=True)
+    yield Published("limitations.scope", data.draft.limitations.scope, tuple(run_calls), limitations)
+    for i, info in enumerate(data.draft.limitations.missing_info):
+        yield Published(f"limitations.missing_info[{i}]", info, tuple(run_calls), limitations)
+
+
+class Grounder:
+    """Grounds the texts of one check, with the guard's kept evidence and answers."""
+
+    def __init__(self, data: GuardInput, records: Mapping[str, CanonicalRecord]) -> None:
+        self.data = data
+        self.records = records
+        self.params: NumericGroundingParams = data.rules.numeric
+        self._evidence: dict[str, CallEvidence] = {}
+        self._allowed = frozenset(self.params.argument_keys) if self.params.allow_arguments else frozenset()
+        self._params_key = self.params.model_dump_json()
+        self._keys: dict[str, SourceKey | None] = {}
+
+    def source_key(self, cid: str) -> SourceKey | None:
+        """An exact key for a call's evidence, or None when it has none (then nothing about it is kept)."""
+        if cid not in self._keys:
+            projection = self.data.projection_keys.get(cid)
+            try:
+                arguments = marshal.dumps(self.records[cid].effective_arguments, 4)
+            except ValueError:
+                projection = None
+            self._keys[cid] = None if projection is None else (projection, arguments)
+        return self._keys[cid]
+
+    def evidence(self, cid: str) -> CallEvidence:
+        """The CallEvidence of a call, kept by the guard when it has a source key."""
+        found = self._evidence.get(cid)
+        if found is None:
+            key = self.source_key(cid)
+            record = self.records[cid]
+            kept = self.data.caches.sources
+            found = CallEvidence(record) if key is None else kept.get_or_make(key, lambda: CallEvidence(record))
+            self._evidence[cid] = found
+        return found
+
+    def check(self, item: Published) -> Iterator[Finding]:
+        """Findings for one text; its derivations are added to the check's record."""
+        keys = tuple(self.source_key(c) for c in item.calls)
+        memo = None
+        if all(k is not None for k in keys):
+            memo = (item.text, item.context, keys, self._params_key)
+        answer = self.data.caches.items.get(memo) if memo is not None else None
+        if answer is None:
+            answer = self._answer(item)
+            if memo is not None:
+                self.data.caches.items.put(memo, answer)
+        messages, derivations = answer
+        for quantity, kind, rule, value, inputs, ids in derivations:
+            self.data.derivations.append(
+                Derivation(path=item.path, quantity=quantity, kind=kind, rule=rule, value=value, inputs=list(inputs),
+                           tool_call_ids=list(ids))
+            )
+        for message in messages:
+            yield Finding(CODE, item.path, message)
+
+    def _answer(self, item: Published) -> Answer:
+        text, claims = extract_with_text(item.text)
+        calls = [self.evidence(c) for c in item.calls if c in self.records]
+        stated: list[Stated] = []
+        pending: list[Quantity] = []
+        seen: dict[tuple[object, ...], Shown | None] = {}
+        for claim in claims:
+            if self._exempt(claim):
+                continue
+            if claim.kind in NUMERIC_KINDS and any(_limit_is(call, claim.value) for call in calls):
+                claim.limit_cue = is_limit_statement(text, claim)
+            identity = (claim.kind, claim.value, claim.clock, claim.tolerance, claim.limit_cue)
+            if identity in seen:  # each distinct quantity is searched (and reported) once per text
+                earlier = seen[identity]
+                if earlier is not None:
+                    stated.append(Stated(claim, earlier))  # but both '20's of 'active=20 of max_size=20' are inputs
+                continue
+            shown = seen[identity] = self._direct(claim, calls, item.context)
+            if shown is None:
+                pending.append(claim)
+            else:
+                stated.append(Stated(claim, shown))
+        messages: list[str] = []
+        derivations = []
+        for claim in pending:
+            derived = derive(claim, stated, calls, text)
+            if derived is None:
+                messages.append(explain(claim, calls, item.context))
+            else:
+                # a derived quantity may feed the next derivation ("5 of the 493 matches are shown (1%)")
+                source = derived.tool_call_ids[0] if derived.tool_call_ids else ""
+                stated.append(Stated(claim, Shown(claim, Origin.RESULT, source)))
+                derivations.append(
+                    (claim.text, claim.kind.value, derived.rule, derived.value, derived.inputs, derived.tool_call_ids)
+                )
+        return tuple(messages), tuple(derivations)
+
+    def _exempt(self, claim: Quantity) -> bool:
+        params = self.params
+        if params.ignore:
+            written = claim.text.lstrip("xXvV#").replace(",", "")
+            if written in params.ignore or claim.text in params.ignore:
+                return True
+        return params.min_digits > 1 and 0 < sum(ch.isdigit() for ch in claim.text) < params.min_digits
+
+    def _direct(self, claim: Quantity, calls: Sequence[CallEvidence], context: Context) -> Shown | None:
+        """An evidence quantity that grounds the claim directly, cheapest searches first."""
+        allowed = self._allowed
+
+        def accept(shown: Shown) -> bool:
+            if shown.origin is not Origin.RESULT and shown.field not in allowed and not shown.field.startswith("window_"):
+                return False
+            return grounds(claim, shown, context)
+
+        query = context.negative or context.limitations
+        # the cheapest first: exact tokens in the results (str.find), then the few window, limit and query values
+        # (only for claims that may rest on them), then the results read lazily, and last the full index
+        exact = exact_forms(claim)
+        if exact is not None:
+            for call in calls:
+                if call.find_exact(*exact):
+                    return Shown(claim, Origin.RESULT, call.tool_call_id)
+        if claim.kind in TIMES_AND_DAYS or query or (claim.kind in NUMERIC_KINDS and claim.limit_cue):
+            for call in calls:
+                found = call.search_extra(accept, query)
+                if found is not None:
+                    return found
+        forms = search_forms(claim)
+        standalone = claim.kind in NUMERIC_KINDS
+        for call in calls:
+            found = call.find(forms, accept, standalone)
+            if found is not None:
+                return found
+        for call in calls:
+            found = call.search_index(accept)
+            if found is not None:
+                return found
+        return None
+
+
+def _limit_is(call: CallEvidence, value: object) -> bool:
+    return any(call.arguments.get(key) == value for key in LIMIT_ARGUMENTS)
+
+
+def referencable_run_calls(data: GuardInput) -> dict[str, CanonicalRecord]:
+    """The calls the limitations rest on: every referencable call of the run when the guard read them, else the
+    cited usable ones (enough when those already ground the limitations)."""
+    return dict(data.run_calls) if data.run_calls is not None else dict(data.usable)
+
+
+def check_numeric_grounding(data: GuardInput) -> Iterator[Finding]:
+    """NUMBER_NOT_IN_EVIDENCE for each distinct ungrounded quantity of every published text."""
+    records = referencable_run_calls(data)
+    grounder = Grounder(data, {**records, **data.usable})
+    for item in published_texts(data, list(records)):
+        yield from grounder.check(item)
+
+
+def limitations_need_run_calls(data: GuardInput) -> bool:
+    """Whether the limitations state a quantity the cited calls do not ground (then the guard reads the run's calls)."""
+    if data.run_calls is not None:
+        return False
+    grounder = Grounder(data, dict(data.usable))
+    texts = [t for t in published_texts(data, list(data.usable)) if t.context.limitations]
+    saved = len(data.derivations)
+    needed = any(True for t in texts for _ in grounder.check(t))
+    del data.derivations[saved:]
+    return needed

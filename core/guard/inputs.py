@@ -19,6 +19,7 @@ from core.contracts.evidence import (
     Projection,
     ToolName,
 )
+from core.contracts.release import Derivation
 from core.guard.cache import Lru
 from core.guard.rules import RuleSet
 
@@ -173,6 +174,10 @@ class GuardInput:
     """tool_call_id -> path of its first citation."""
     projection_keys: dict[str, bytes] = field(default_factory=dict)
     """tool_call_id -> projection_key of a usable record's projection (when it has one), for exact caches."""
+    run_calls: dict[str, CanonicalRecord] | None = None
+    """Every referencable call of the run, read only when the limitations need more than the cited calls."""
+    derivations: list[Derivation] = field(default_factory=list)
+    """Quantities grounded by a declared derivation (filled by the grounding check, kept in the snapshot)."""
     caches: GuardCaches = field(default_factory=lambda: GuardCaches())
     """The guard's own exact caches (one set per EvidenceGuard; fresh ones for a standalone check)."""
     untrusted: tuple[str, ...] = ()

@@ -59,12 +59,14 @@ class NumericGroundingParams(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    min_digits: int = Field(default=1, ge=1, description="Numbers with fewer digits are not checked.")
-    ignore: list[str] = Field(default_factory=list, description="Canonical number tokens never checked.")
-    allow_arguments: bool = Field(default=True, description="Whether the call's effective arguments ground numbers.")
+    min_digits: int = Field(default=1, ge=1, description="Quantities written with fewer digits are not checked.")
+    ignore: list[str] = Field(default_factory=list, description="Quantities never checked, as written ('0', '24/7').")
+    allow_arguments: bool = Field(default=True, description="Whether the call's effective arguments ground anything.")
     argument_keys: list[str] = Field(
-        default_factory=lambda: ["start", "end", "limit", "top_k"],
-        description="Which effective arguments are grounding sources when allow_arguments is true.",
+        default_factory=lambda: ["start", "end", "limit", "top_k", "query", "sql", "service", "level"],
+        description="Which effective arguments are sources when allow_arguments is true. Each grounds only what it"
+        " says: start/end times, dates and window lengths; limit/top_k statements about the limit; query, sql,"
+        " service and level NEGATIVE_OBSERVATION analyses restating the query (and the limitations).",
     )
 
 

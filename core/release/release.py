@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from core.contracts.draft import DiagnosisDraft
@@ -23,13 +24,14 @@ from core.contracts.release import (
     ReleaseOutcome,
     SemanticVerdict,
     SemanticVerdictKind,
+    StoredDraft,
     VerifiedEvidenceSnapshot,
     Violation,
 )
 from core.contracts.run import EventType
 from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
 from core.observability.metrics import Metrics
-from core.ports import CanonicalStore, EvidenceRepairer, SemanticJudge
+from core.ports import CanonicalStore, DraftArchive, EvidenceRepairer, SemanticJudge
 from core.release.confirmation import with_confirmations
 from core.release.evidence import kept_evidence
 from core.release.fallback import build_fallback, failure_fallback
@@ -87,8 +89,9 @@ class DiagnosisRelease:
     """Publishes only drafts that pass the EvidenceGuard (after at most one repair) and the SemanticGuard."""
 
     def __init__(self, guard: EvidenceGuard, repairer: EvidenceRepairer, judge: SemanticJudge, canonical: CanonicalStore,
-                 *, metrics: Metrics | None = None) -> None:
+                 *, metrics: Metrics | None = None, drafts: DraftArchive | None = None) -> None:
         self._metrics = metrics or Metrics()
+        self._drafts = drafts
         self._guard = guard
         self._repairer = repairer
         self._judge = judge
@@ -157,7 +160,23 @@ class DiagnosisRelease:
         summary = {**_guard_summary(result, cited), "rule_set_version": self._guard.rule_set_version}
         self._metrics.guard_checked(_CHECKS.get(event, event.value), (v.code for v in result.violations))
         await ctx.timeline.record(event, summary, duration_ms=_ms(started))
+        await self._keep(ctx, draft, result, "initial" if event is EventType.EVIDENCE_GUARD_INITIAL else "repair")
         return result
+
+    async def _keep(self, ctx: RunContext, draft: DiagnosisDraft, result: GuardResult, stage: str) -> None:
+        """Keep the checked draft and what the guard read, for `diagbot replay`; never fails the run."""
+        if self._drafts is None:
+            return
+        try:
+            records = await self._canonical.list_run(ctx.run_id)
+            await self._drafts.record_draft(StoredDraft(
+                run_id=ctx.run_id, stage=stage, draft=draft, untrusted=list(ctx.untrusted_spans),
+                records=[r.model_dump(mode="json", exclude={"raw_result"}) for r in records],
+                rule_set_version=self._guard.rule_set_version, valid=result.valid,
+                codes=[v.code for v in result.violations], recorded_at=datetime.now(UTC),
+            ))
+        except Exception as exc:  # the audit is best effort; the release decision stands
+            logger.warning("run %s: checked draft not kept for replay (%s)", ctx.run_id, type(exc).__name__)
 
     async def _repair(self, ctx: RunContext, draft: DiagnosisDraft, violations: list[Violation]) -> DiagnosisDraft | None:
         """One repair attempt; an exception or an empty answer counts as no repair."""

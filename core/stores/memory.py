@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from core.contracts.evidence import InvocationMeta
 from core.contracts.feedback import Feedback
-from core.contracts.release import Outcome
+from core.contracts.release import Outcome, StoredDraft
 from core.contracts.run import Intent, RunRecord, TimelineEvent
 from core.stores.sql.audit import UNAVAILABLE
 
@@ -54,6 +54,7 @@ class InMemoryAuditStore:
     def __init__(self) -> None:
         self._invocations: dict[tuple[str, str], InvocationMeta] = {}
         self.reasoning_rows: list[tuple[str, str, int, str]] = []
+        self._drafts: list[StoredDraft] = []
 
     async def record_invocation(self, meta: InvocationMeta) -> None:
         """Insert or replace the call's metadata."""
@@ -71,6 +72,18 @@ class InMemoryAuditStore:
     async def reasoning(self, run_id: str) -> list[tuple[str, int, str]]:
         """The run's reasoning rows as (stage, step, content), in recording order."""
         return [(stage, step, content) for rid, stage, step, content in self.reasoning_rows if rid == run_id]
+
+    async def record_draft(self, stored: StoredDraft) -> None:
+        """Keep a checked draft (a copy)."""
+        self._drafts.append(stored.model_copy(deep=True))
+
+    async def drafts(self, run_id: str) -> list[StoredDraft]:
+        """The run's stored drafts, in check order."""
+        return [d.model_copy(deep=True) for d in self._drafts if d.run_id == run_id]
+
+    async def drafts_since(self, since: datetime, limit: int = 10_000) -> list[StoredDraft]:
+        """Drafts recorded at or after `since`, oldest first."""
+        return [d.model_copy(deep=True) for d in self._drafts if d.recorded_at >= since][:limit]
 
 
 class InMemoryTimelineStore:

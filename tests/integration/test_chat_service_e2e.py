@@ -466,8 +466,8 @@ async def test_timeline_holds_no_payload_prompt_or_reasoning(server: FakeOpenAIS
     for source in PROMPTS_DIR.glob("*.md"):
         (prompts / source.name).write_text(source.read_text(encoding="utf-8") + "\nPROMPT-MARKER-4f0d\n", encoding="utf-8")
     rig = await make_rig(server, tmp_path, diag_logs_path=logs, diag_prompts_dir=prompts)
-    marked = draft(analysis("a1", "order-service logged HikariPool connection errors DRAFT-MARKER-1e2f.", "{{call:1}}"),
-                   conclusion="order-service is failing on HikariPool errors DRAFT-MARKER-1e2f.")
+    marked = draft(analysis("a1", "order-service logged HikariPool connection errors DRAFT-MARKER-efab.", "{{call:1}}"),
+                   conclusion="order-service is failing on HikariPool errors DRAFT-MARKER-efab.")
     try:
         server.push(route("DIAGNOSIS"), calls(("query_logs", HIKARI), reasoning="REASONING-MARKER-5c2e"),
                     submit(marked), verdict("SUPPORTED"))

@@ -17,7 +17,7 @@ from core.contracts.run import EventType, RunRecord, RunStatus, TimelineEvent
 from core.observability.metrics import Metrics
 from core.service.retention import RetentionScheduler
 from core.stores.sql import Database, SqlAuditStore, SqlRunStore, SqlTimelineStore
-from core.stores.sql.db import reasoning_audit
+from core.stores.sql.db import guard_drafts, reasoning_audit
 from core.stores.sql.retention import PURGED, purge_older_than
 from entrypoints.cli import main
 from tests.metrics_text import sample
@@ -41,7 +41,7 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
 
 
 async def _seed(db: Database, label: str, at: datetime, n: int) -> None:
-    """n runs, each with a timeline event, a tool invocation and a reasoning row, all stamped `at`."""
+    """n runs, each with a timeline event, a tool invocation, a reasoning row and a kept draft, all stamped `at`."""
     runs, timeline, audit = SqlRunStore(db), SqlTimelineStore(db), SqlAuditStore(db)
     for i in range(n):
         run_id = f"run_{label}_{i}"
@@ -57,6 +57,10 @@ async def _seed(db: Database, label: str, at: datetime, n: int) -> None:
         await conn.execute(sa.insert(reasoning_audit), [
             {"run_id": f"run_{label}_{i}", "stage": "agent", "step": 1, "content": "r", "recorded_at": at.replace(tzinfo=None)}
             for i in range(n)])
+        await conn.execute(sa.insert(guard_drafts), [  # the drafts kept for `diagbot replay` are purged too
+            {"run_id": f"run_{label}_{i}", "stage": "initial", "rule_set_version": "v", "valid": True, "codes": "[]",
+             "content": "{}", "recorded_at": at.replace(tzinfo=None)}
+            for i in range(n)])
 
 
 async def _counts(db: Database) -> dict[str, int]:
@@ -70,8 +74,9 @@ async def test_purge_deletes_only_rows_older_than_the_cutoff_in_batches(db: Data
     await _seed(db, *OLD, n=5)
     await _seed(db, *NEW, n=3)
     deleted = await purge_older_than(db, CUTOFF, batch_size=2)
-    assert deleted == {"timeline_events": 5, "tool_invocations": 5, "reasoning_audit": 5, "runs": 5}
-    assert await _counts(db) == {"timeline_events": 3, "tool_invocations": 3, "reasoning_audit": 3, "runs": 3}
+    assert deleted == {"timeline_events": 5, "tool_invocations": 5, "reasoning_audit": 5, "guard_drafts": 5, "runs": 5}
+    assert await _counts(db) == {"timeline_events": 3, "tool_invocations": 3, "reasoning_audit": 3, "guard_drafts": 3,
+                                 "runs": 3}
     assert await SqlRunStore(db).get("run_new_0") is not None
     assert await SqlRunStore(db).get("run_old_0") is None
     assert await purge_older_than(db, CUTOFF) == dict.fromkeys(deleted, 0)

@@ -121,7 +121,7 @@ async def test_valid_draft_yields_snapshot_of_exactly_its_cited_calls() -> None:
     for cid in (L1, L0, S1):
         assert result.snapshot.projections[cid] == records[cid].projection
         assert result.snapshot.effective_arguments[cid] == records[cid].effective_arguments
-    assert result.snapshot.rule_set_version == "2026-12-01.2"
+    assert result.snapshot.rule_set_version == "2026-12-01.3"
     assert result.snapshot.run_id == RUN
 
 
@@ -299,7 +299,7 @@ def _numberless_a1(draft: dict[str, Any]) -> None:
     """a1 states no number, and nothing else rests on it, so only the projection of its call is under test."""
     draft["analysis"][0]["text"] = "ERROR lines show connection requests timing out."
     draft["conclusion"] = {"text": "order-service runs version 4.18.0.", "based_on_analysis_ids": ["a3"]}
-    draft["recommendations"][0]["based_on_analysis_ids"] = ["a3"]
+    draft["recommendations"][0] = {"text": "Compare the pool settings of the new release.", "based_on_analysis_ids": ["a3"]}
 
 
 @pytest.mark.parametrize(

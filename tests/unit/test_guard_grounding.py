@@ -29,9 +29,8 @@ def _with_a1(text: str) -> dict[str, Any]:
 
 
 def _ungrounded(result: GuardResult) -> list[tuple[str, str]]:
-    return [
-        (v.path, v.message.split("number ")[1].split(" ")[0]) for v in result.violations if v.code == "NUMBER_NOT_IN_EVIDENCE"
-    ]
+    """(path, the quantity as written) of each NUMBER_NOT_IN_EVIDENCE: messages start "'3' is a count; ..."."""
+    return [(v.path, v.message.split("'")[1]) for v in result.violations if v.code == "NUMBER_NOT_IN_EVIDENCE"]
 
 
 @pytest.mark.parametrize(
@@ -56,10 +55,10 @@ async def test_grounded_numbers_pass(text: str) -> None:
     ("text", "number"),
     [
         ("order-service hit OOM 3 times.", "3"),
-        ("The slow SQL took 12s.", "12"),
+        ("The slow SQL took 12s.", "12s"),
         ("38 lines matched.", "38"),
         ("The first timeout was at 23:07.", "23:07"),
-        ("Requests timed out after 30001ms.", "30001"),
+        ("Requests timed out after 30001ms.", "30001ms"),
     ],
 )
 async def test_invented_numbers_are_rejected(text: str, number: str) -> None:
@@ -82,11 +81,13 @@ async def test_percentages_ground_by_their_number() -> None:
     extra = sql_record(RUN, "call_cpu", "SELECT host, cpu_pct FROM hosts", ["host", "cpu_pct"], [["db-1", 92], ["db-2", 1024]])
     draft = valid_draft()
     draft["analysis"].append(
-        {"analysis_id": "a4", "kind": "NORMAL", "text": "db-1 ran at 92% CPU; db-2 at 1,024.", "tool_call_ids": ["call_cpu"]}
+        {"analysis_id": "a4", "kind": "NORMAL", "text": "db-1 ran at 92% CPU; db-2 at 1,024%.", "tool_call_ids": ["call_cpu"]}
     )
     assert (await _check(draft, [extra])).valid
     draft["analysis"][3]["text"] = "db-1 ran at 93% CPU."
-    assert _ungrounded(await _check(draft, [extra])) == [("analysis[3].text", "93")]
+    assert _ungrounded(await _check(draft, [extra])) == [("analysis[3].text", "93%")]
+    draft["analysis"][3]["text"] = "db-1 served 92 requests."  # a count is not a percentage
+    assert _ungrounded(await _check(draft, [extra])) == [("analysis[3].text", "92")]
 
 
 async def test_numbers_must_come_from_the_items_own_citations() -> None:
@@ -102,7 +103,7 @@ async def test_conclusion_and_actions_use_only_the_evidence_of_their_analyses() 
     draft["conclusion"] = {"text": "4.18.0 caused 37 timeouts.", "based_on_analysis_ids": ["a3"]}
     draft["action_plan"][0]["action"] = "Roll back 4.18.0 within 15 minutes."
     draft["recommendations"][0] = {"text": "Keep 37 spare connections.", "based_on_analysis_ids": ["a1"]}
-    assert _ungrounded(await _check(draft)) == [("conclusion.text", "37"), ("action_plan[0].action", "15")]
+    assert _ungrounded(await _check(draft)) == [("conclusion.text", "37"), ("action_plan[0].action", "15 minutes")]
 
 
 async def test_ids_and_timings_are_not_grounding_sources() -> None:
@@ -113,7 +114,7 @@ async def test_ids_and_timings_are_not_grounding_sources() -> None:
     draft["analysis"].append(
         {"analysis_id": "a4", "kind": "NORMAL", "text": "4242 slow queries took 12ms each.", "tool_call_ids": ["call_4242"]}
     )
-    assert _ungrounded(await _check(draft, [extra])) == [("analysis[3].text", "4242"), ("analysis[3].text", "12")]
+    assert _ungrounded(await _check(draft, [extra])) == [("analysis[3].text", "4242"), ("analysis[3].text", "12ms")]
 
 
 async def test_each_ungrounded_number_is_reported_once_per_field() -> None:

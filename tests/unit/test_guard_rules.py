@@ -20,9 +20,9 @@ BASE = DEFAULT_RULES_FILE.read_text(encoding="utf-8")
 
 
 def test_default_rules_file_loads_with_its_version_and_every_rule() -> None:
-    """The shipped rules file names every rule, all enabled and rejecting, under version 2026-12-01.2."""
+    """The shipped rules file names every rule, all enabled and rejecting, under version 2026-12-01.3."""
     rules = load_rules()
-    assert rules.rule_set_version == "2026-12-01.2"
+    assert rules.rule_set_version == "2026-12-01.3"
     assert set(rules.rules) == set(RULE_CODES) == set(CHECKS)
     assert all(r.enabled and r.severity is Severity.REJECT for r in rules.rules.values())
     assert rules.numeric.min_digits == 1
@@ -46,7 +46,7 @@ def test_every_code_belongs_to_exactly_one_rule() -> None:
         (BASE + '\n[rules.made_up]\ndescription = "x"\n', "unknown rule id"),
         (BASE.replace('severity = "warn"', "").replace('severity = "reject"', 'severity = "block"', 3), "severity"),
         (BASE.replace("[rules.limitations_scope]", "[rules_disabled.limitations_scope]"), "rules_disabled"),
-        (BASE.replace('rule_set_version = "2026-12-01.2"', ""), "rule_set_version"),
+        (BASE.replace('rule_set_version = "2026-12-01.3"', ""), "rule_set_version"),
         (BASE.replace("min_digits = 1", "min_digits = 1\nmax_digits = 3"), "max_digits"),
         (BASE.replace("min_digits = 1", "min_digits = 0"), "min_digits"),
         (BASE + "\n[rules.evidence_kind.parameters]\nstrict = true\n", "takes no parameters"),
@@ -152,4 +152,4 @@ async def test_numeric_parameters_change_what_is_checked() -> None:
 def test_numeric_parameters_live_only_under_their_rule() -> None:
     """A top-level `numeric` table is rejected, so parameters have exactly one place in the file."""
     with pytest.raises(RulesFileError, match="numeric"):
-        parse_rules(BASE.replace('rule_set_version = "2026-12-01.2"', 'rule_set_version = "x"\nnumeric = {min_digits = 3}'))
+        parse_rules(BASE.replace('rule_set_version = "2026-12-01.3"', 'rule_set_version = "x"\nnumeric = {min_digits = 3}'))

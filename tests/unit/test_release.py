@@ -122,7 +122,7 @@ async def test_judge_receives_exactly_the_snapshot_of_cited_calls() -> None:
     assert set(call.snapshot.projections) == {L1, L0, S1}
     assert K1 not in call.snapshot.projections
     assert E1 not in call.snapshot.projections
-    assert call.snapshot.rule_set_version == "2026-12-01.2"
+    assert call.snapshot.rule_set_version == "2026-12-01.3"
 
 
 async def test_repair_that_fixes_the_draft_leads_to_success() -> None:
@@ -245,7 +245,7 @@ async def test_guard_event_carries_codes_counts_and_version() -> None:
     assert initial.summary["violation_codes"] == ["INVOCATION_MISSING"]
     assert initial.summary["violations"] == 1
     assert initial.summary["warning_codes"] == []
-    assert initial.summary["rule_set_version"] == "2026-12-01.2"
+    assert initial.summary["rule_set_version"] == "2026-12-01.3"
     assert initial.duration_ms >= 0
 
 

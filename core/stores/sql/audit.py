@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 
 from core.contracts.evidence import InvocationMeta
-from core.stores.sql.db import Database, reasoning_audit, to_db_time, tool_invocations
+from core.contracts.release import StoredDraft
+from core.stores.sql.db import Database, dumps, from_db_time, guard_drafts, reasoning_audit, to_db_time, tool_invocations
 
 UNAVAILABLE = "unavailable"
+MAX_DRAFTS_READ = 10_000
 
 
 def _row(meta: InvocationMeta) -> dict[str, object]:
@@ -80,3 +84,44 @@ class SqlAuditStore:
         async with self._db.engine.connect() as conn:
             rows = (await conn.execute(query)).all()
         return [(row.stage, row.step, row.content) for row in rows]
+
+    # ---- checked drafts, for `diagbot replay` (internal: never shown) ----------------------------------------
+
+    async def record_draft(self, stored: StoredDraft) -> None:
+        """Keep a checked draft with what the guard read."""
+        content = stored.model_dump_json(include={"draft", "records", "untrusted"})
+        async with self._db.engine.begin() as conn:
+            await conn.execute(
+                sa.insert(guard_drafts).values(
+                    run_id=stored.run_id, stage=stored.stage[:16], rule_set_version=stored.rule_set_version[:64],
+                    valid=stored.valid, codes=dumps(stored.codes), content=content,
+                    recorded_at=to_db_time(stored.recorded_at),
+                )
+            )
+
+    async def drafts(self, run_id: str) -> list[StoredDraft]:
+        """The run's stored drafts, in check order."""
+        query = sa.select(guard_drafts).where(guard_drafts.c.run_id == run_id).order_by(guard_drafts.c.id)
+        return await self._read_drafts(query)
+
+    async def drafts_since(self, since: datetime, limit: int = MAX_DRAFTS_READ) -> list[StoredDraft]:
+        """Drafts recorded at or after `since`, oldest first (at most `limit`)."""
+        query = (
+            sa.select(guard_drafts)
+            .where(guard_drafts.c.recorded_at >= to_db_time(since))
+            .order_by(guard_drafts.c.recorded_at, guard_drafts.c.id)
+            .limit(limit)
+        )
+        return await self._read_drafts(query)
+
+    async def _read_drafts(self, query: sa.Select[Any]) -> list[StoredDraft]:
+        async with self._db.engine.connect() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+        return [
+            StoredDraft.model_validate({
+                **json.loads(row["content"]), "run_id": row["run_id"], "stage": row["stage"], "valid": row["valid"],
+                "rule_set_version": row["rule_set_version"], "codes": json.loads(row["codes"]),
+                "recorded_at": from_db_time(row["recorded_at"]),
+            })
+            for row in rows
+        ]

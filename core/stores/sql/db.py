@@ -128,6 +128,22 @@ feedback = sa.Table(
 )
 
 
+guard_drafts = sa.Table(
+    "guard_drafts",
+    metadata,
+    sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
+    sa.Column("run_id", sa.String(64), nullable=False),
+    sa.Column("stage", sa.String(16), nullable=False),
+    sa.Column("rule_set_version", sa.String(64), nullable=False),
+    sa.Column("valid", sa.Boolean(), nullable=False),
+    sa.Column("codes", sa.Text(), nullable=False),
+    sa.Column("content", LongText, nullable=False),
+    sa.Column("recorded_at", Timestamp, nullable=False),
+    sa.Index("ix_guard_drafts_run", "run_id", "id"),
+    sa.Index("ix_guard_drafts_recorded", "recorded_at"),
+)
+
+
 def to_db_time(value: datetime) -> datetime:
     """Store times as naive UTC: the one form SQLite, MariaDB and PostgreSQL all keep unchanged."""
     if value.tzinfo is not None:

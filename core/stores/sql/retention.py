@@ -13,7 +13,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 
-from core.stores.sql.db import Database, reasoning_audit, runs, timeline_events, to_db_time, tool_invocations
+from core.stores.sql.db import Database, guard_drafts, reasoning_audit, runs, timeline_events, to_db_time, tool_invocations
 
 DEFAULT_BATCH = 1000
 
@@ -32,6 +32,7 @@ PURGED: tuple[PurgeTarget, ...] = (
     PurgeTarget(timeline_events, "id", "at"),
     PurgeTarget(tool_invocations, "id", "started_at"),
     PurgeTarget(reasoning_audit, "id", "recorded_at"),
+    PurgeTarget(guard_drafts, "id", "recorded_at"),
     PurgeTarget(runs, "run_id", "started_at"),
 )
 

@@ -1,0 +1,1 @@
+"""Typed quantities: one extractor for draft text and evidence, matching by kind, declared derivations."""

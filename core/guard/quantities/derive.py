@@ -1,0 +1,189 @@
+"""Declared derivations (SPEC §5): the only quantities grounded without being shown. Each is deterministic and
+bounded, and the guard records it in the snapshot so the SemanticGuard sees it.
+
+- TIME_DIFFERENCE: a duration equal to the difference of two times stated in the same text and grounded there.
+- WINDOW_LENGTH: a duration equal to the length of a cited call's searched window.
+- PERCENT_OF: a percentage of two numbers of the same cited evidence (both stated in the text and grounded by one
+  call, or two values of one listed item, e.g. `active=50 max=50` -> 100%).
+- ITEM_COUNT: how many items a call lists; how many of them show a value the text names; how many distinct values a
+  field has when the count's noun names the field ("3 pods" for three distinct `pod` values).
+- SUM: the counts of the cited calls added up; a numeric column added up over the listed rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from core.guard.quantities.evidence import CallEvidence
+from core.guard.quantities.match import close
+from core.guard.quantities.model import CLOCK_KINDS, NUMERIC_KINDS, Kind, Quantity, Shown
+
+MAX_NUMBERS_PER_ITEM = 24
+MAX_DISTINCT_VALUES = 64
+MAX_STATED = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Derived:
+    """How a claim was derived."""
+
+    rule: str
+    value: float
+    inputs: tuple[str, ...]
+    tool_call_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Stated:
+    """Another quantity of the same text, grounded directly by `shown`."""
+
+    claim: Quantity
+    shown: Shown
+
+
+def derive(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallEvidence], text: str) -> Derived | None:
+    """The first declared derivation that yields the claim's value, or None."""
+    if claim.kind is Kind.DURATION:
+        return _time_difference(claim, stated) or _window_length(claim, calls)
+    if claim.kind is Kind.PERCENT:
+        return _percent_of(claim, stated, calls)
+    if claim.kind in NUMERIC_KINDS and isinstance(claim.value, float) and claim.value.is_integer():
+        return _item_count(claim, calls, text) or _sum(claim, calls)
+    return None
+
+
+def _instant(q: Quantity) -> tuple[str | None, float] | None:
+    if q.kind is Kind.DATETIME and q.clock is not None:
+        return str(q.value), q.clock
+    if q.kind is Kind.TIME and isinstance(q.value, float):
+        return None, q.value
+    return None
+
+
+def _between(a: tuple[str | None, float], b: tuple[str | None, float]) -> float:
+    if a[0] and b[0] and a[0] != b[0] and not a[0].startswith("-") and not b[0].startswith("-"):
+        days = (datetime.fromisoformat(b[0]) - datetime.fromisoformat(a[0])).days
+        return abs(days * 86400 + b[1] - a[1])
+    return (b[1] - a[1]) % 86400
+
+
+def _time_difference(claim: Quantity, stated: Sequence[Stated]) -> Derived | None:
+    times = [(s.claim, instant) for s in stated[:MAX_STATED] if s.claim.kind in CLOCK_KINDS and (instant := _instant(s.claim))]
+    for (qa, a), (qb, b) in itertools.combinations(times, 2):
+        for first, second, qf, qs in ((a, b, qa, qb), (b, a, qb, qa)):
+            diff = _between(first, second)
+            if close(claim.number, diff, claim.tolerance):
+                ids = tuple(dict.fromkeys(s.shown.tool_call_id for s in stated if s.claim in (qf, qs)))
+                return Derived("TIME_DIFFERENCE", diff, (f"from {qf.text}", f"to {qs.text}"), ids)
+    return None
+
+
+def _window_length(claim: Quantity, calls: Sequence[CallEvidence]) -> Derived | None:
+    for call in calls:
+        bounds = call.window()
+        for start, end in ((bounds[i], bounds[i + 1]) for i in range(0, len(bounds) - 1, 2)):
+            a, b = _instant(start), _instant(end)
+            if a is None or b is None:
+                continue
+            length = _between(a, b)
+            if close(claim.number, length, claim.tolerance):
+                return Derived("WINDOW_LENGTH", length, (f"window {start.text} to {end.text}",), (call.tool_call_id,))
+    return None
+
+
+def _ratios(numbers: Sequence[tuple[float, str]], at_most_whole: bool) -> Iterator[tuple[float, str, str]]:
+    for (a, ta), (b, tb) in itertools.permutations(numbers[:MAX_NUMBERS_PER_ITEM], 2):
+        if b > 0 and a >= 0 and (a <= b or not at_most_whole):
+            yield 100.0 * a / b, ta, tb
+
+
+def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallEvidence]) -> Derived | None:
+    by_call: dict[str, list[tuple[float, str]]] = {}
+    for s in stated[:MAX_STATED]:
+        if s.claim.kind in NUMERIC_KINDS:
+            by_call.setdefault(s.shown.tool_call_id, []).append((s.claim.number, s.claim.text))
+    for cid, numbers in by_call.items():
+        for ratio, a, b in _ratios(numbers, at_most_whole=False):
+            if close(claim.number, ratio, claim.tolerance):
+                return Derived("PERCENT_OF", ratio, (f"{a} of {b} (stated)",), (cid,))
+    if by_call:  # the text says which numbers its percentage is of: no other pair is looked for
+        return None
+    for call in calls:
+        items: dict[int, list[tuple[float, str]]] = {}
+        for shown in call.index():
+            if shown.item >= 0 and shown.quantity.kind in NUMERIC_KINDS:
+                label = f"{shown.field or 'value'}={shown.quantity.text}"
+                items.setdefault(shown.item, []).append((shown.quantity.number, label))
+        for item, numbers in items.items():
+            for ratio, a, b in _ratios(numbers, at_most_whole=True):
+                if close(claim.number, ratio, claim.tolerance):
+                    return Derived("PERCENT_OF", ratio, (f"{a} of {b} in item {item}",), (call.tool_call_id,))
+    return None
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and len(word) > 3 else word
+
+
+ITEM_NOUNS = frozenset({"line", "log", "entry", "entrie", "row", "result", "match", "matche", "record", "event", "message",
+                        "hit", "item", "sample", "section", "block", "document", "runbook"})
+"""Nouns that count listed items ('17 lines are shown'); any other noun must name what it counts."""
+
+
+_LISTED = re.compile(r"[^.;:()]{0,48}?\b(?:shown|listed|returned|displayed|fetched|read|lines?|rows?|entries|results|matches)\b",
+                     re.IGNORECASE)
+
+
+def _names_items(claim: Quantity, nouns: list[str], call: CallEvidence, text: str) -> bool:
+    """'17 lines', '5 of the 493 matching lines are shown', '5 were read', '3 deployments' (FROM deployments), and
+    partitives over what is listed ('two of the timeouts')."""
+    sql = str(call.arguments.get("sql", "")).lower()
+    if any(n in ITEM_NOUNS or (sql and f" {n}" in sql) for n in nouns):
+        return True
+    return _LISTED.match(text, claim.end) is not None or text.startswith((" of the ", " of them", " of those"), claim.end)
+
+
+def _item_count(claim: Quantity, calls: Sequence[CallEvidence], text: str) -> Derived | None:
+    lowered = text.lower()
+    nouns = [_singular(w) for w in claim.noun.split()]
+    for call in calls:
+        listed = call.items()
+        counts_items = _names_items(claim, nouns, call, text)
+        if listed and claim.number == listed and counts_items:
+            return Derived("ITEM_COUNT", float(listed), (f"{listed} items listed",), (call.tool_call_id,))
+        values: dict[str, Counter[str]] = {}
+        for _, key, value in call.leaves():
+            if isinstance(value, str | int) and not isinstance(value, bool) and key:
+                values.setdefault(key, Counter())[str(value)] += 1
+        for key, counter in values.items():
+            if len(counter) > MAX_DISTINCT_VALUES:
+                continue
+            if nouns and _singular(key.lower()) in nouns and claim.number == len(counter):
+                inputs = (f"{len(counter)} distinct {key} values",)
+                return Derived("ITEM_COUNT", float(len(counter)), inputs, (call.tool_call_id,))
+            for value, times in counter.items() if counts_items else ():
+                if claim.number == times and len(value) >= 2 and value.lower() in lowered:
+                    return Derived("ITEM_COUNT", float(times), (f"{times} items with {key}={value}",), (call.tool_call_id,))
+    return None
+
+
+def _sum(claim: Quantity, calls: Sequence[CallEvidence]) -> Derived | None:
+    counts = [(c.tool_call_id, c.projection.get("count")) for c in calls]
+    numbers = [(cid, n) for cid, n in counts if isinstance(n, int) and not isinstance(n, bool)]
+    if len(numbers) >= 2 and claim.number == sum(n for _, n in numbers):
+        inputs = tuple(f"count {n} of {cid}" for cid, n in numbers)
+        return Derived("SUM", float(claim.number), inputs, tuple(c for c, _ in numbers))
+    for call in calls:
+        columns: dict[str, float] = {}
+        for shown in call.index():
+            if shown.item >= 0 and shown.quantity.kind in NUMERIC_KINDS and shown.field and shown.quantity.key == shown.field:
+                columns[shown.field] = columns.get(shown.field, 0.0) + shown.quantity.number
+        for column, total in columns.items():
+            if close(claim.number, total, claim.tolerance):
+                return Derived("SUM", total, (f"sum of {column} over the listed items",), (call.tool_call_id,))
+    return None

@@ -1,0 +1,86 @@
+"""Matching by kind: which evidence quantity grounds which claim (SPEC §5)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from core.guard.quantities.model import CLOCK_KINDS, DAY_KINDS, NUMERIC_KINDS, Kind, Origin, Quantity, Shown
+
+_TIMES_AND_DAYS = CLOCK_KINDS | DAY_KINDS
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    """What a published text may rest on besides results: NEGATIVE_OBSERVATION analyses may restate the query;
+    the limitations may rest on every argument of every referencable call."""
+
+    negative: bool = False
+    limitations: bool = False
+
+    def allows(self, claim: Quantity, origin: Origin) -> bool:
+        """Whether evidence of this origin may ground this claim here."""
+        if origin is Origin.RESULT:
+            return True
+        if origin is Origin.WINDOW:
+            return claim.kind in _TIMES_AND_DAYS
+        if origin is Origin.LIMIT:
+            return claim.kind in NUMERIC_KINDS and (claim.limit_cue or self.limitations)
+        return self.negative or self.limitations
+
+
+def close(claim: float, shown: float, tolerance: float) -> bool:
+    """Equal, or inside the claim's rounding: '1 minute' is 30-90 s exclusive, so 30 s is not a minute."""
+    gap, noise = abs(claim - shown), 1e-9 * max(1.0, abs(claim))
+    return gap <= noise or gap < tolerance - noise
+
+
+def _same_clock(claim: float, precision: float, shown: float) -> bool:
+    """A time at the stated precision: 14:02 is any 14:02:xx (truncation, like a clock shows it)."""
+    precision = max(precision, 1e-3)
+    return math.floor(claim / precision + 1e-9) == math.floor(shown / precision + 1e-9)
+
+
+def _same_day(claim: str, shown: str) -> bool:
+    return claim == shown if not claim.startswith("--") else shown[4:] == claim[1:] or shown == claim
+
+
+def same_value(claim: Quantity, shown: Quantity) -> bool:
+    """Whether an evidence quantity shows the claim's value, with kinds compatible (no origin rules here)."""
+    kind, value = claim.kind, claim.value
+    if kind in NUMERIC_KINDS:
+        return shown.kind in NUMERIC_KINDS and close(claim.number, shown.number, claim.tolerance)
+    if kind in {Kind.PERCENT, Kind.DURATION, Kind.RATE}:
+        return shown.kind is kind and close(claim.number, shown.number, claim.tolerance)
+    if kind is Kind.SIZE:
+        if shown.kind is not Kind.SIZE:
+            return False
+        claims = [(claim.number, claim.tolerance)]
+        if claim.alt is not None and claim.number:
+            claims.append((claim.alt, claim.tolerance * claim.alt / claim.number))
+        shows = [shown.number] + ([shown.alt] if shown.alt is not None else [])
+        return any(close(c, s, t) for c, t in claims for s in shows)
+    if kind is Kind.TIME:
+        clock = shown.clock if shown.kind is Kind.DATETIME else shown.value if shown.kind is Kind.TIME else None
+        return isinstance(clock, float) and _same_clock(claim.number, claim.tolerance, clock)
+    if kind is Kind.DATE:
+        return shown.kind in DAY_KINDS and isinstance(value, str) and _same_day(value, str(shown.value))
+    if kind is Kind.DATETIME:
+        return (
+            shown.kind is Kind.DATETIME
+            and _same_day(str(value), str(shown.value))
+            and claim.clock is not None
+            and shown.clock is not None
+            and _same_clock(claim.clock, claim.tolerance, shown.clock)
+        )
+    if kind is Kind.VERSION:
+        return shown.kind is Kind.VERSION and shown.value == value
+    # identifiers: the same id, or (for a numeric id such as an HTTP status) the same standalone number
+    if shown.kind is Kind.IDENTIFIER:
+        return shown.value == value
+    return isinstance(value, str) and value.isdigit() and shown.kind in NUMERIC_KINDS and shown.value == float(value)
+
+
+def grounds(claim: Quantity, shown: Shown, context: Context) -> bool:
+    """An evidence quantity grounds a claim: an origin allowed here, a compatible kind, the same value."""
+    return context.allows(claim, shown.origin) and same_value(claim, shown.quantity)
