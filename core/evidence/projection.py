@@ -285,7 +285,8 @@ def project_sized(
         hidden = secret_columns(sql if isinstance(sql, str) else None, [str(c) for c in raw.columns])
     for _ in range(_SHRINK_LEVELS):
         cut = _Cut(redactor=redactor or redact, memo=memo,
-                   happened=raw_len > limit or (tool_name == ToolName.QUERY_MYSQL and len(raw.columns) > limits.columns))
+                   happened=raw_len > limit or (tool_name == ToolName.QUERY_MYSQL and len(raw.columns) > limits.columns)
+                   or bool(raw.notes.get("bytes_truncated")))  # the backend cut items or dropped some for size
         items = _items(tool_name, raw, limit, limits, cut, hidden)
         envelope = _envelope(tool_name, raw, limits, truncated=False, **common)
         base = projection_size(envelope.model_dump(mode="json"))
