@@ -186,7 +186,8 @@ async def test_no_published_action_lacks_the_confirmation_marker(
     await h.send.event(mention("<@UBOT> what happened at checkout-api startup?", ts="83.0"))
     final = await _final(h)
     assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
-    texts = [b["text"]["text"] for b in final["blocks"] if b.get("type") == "section" and "text" in b]
+    texts = [line for b in final["blocks"] if b.get("type") == "section" and "text" in b
+             for line in b["text"]["text"].splitlines()]  # one action per line
     restart = [t for t in texts if "Restart checkout-api" in t]
     assert restart
     assert all(CONFIRM_MARKER in t for t in restart)
