@@ -19,8 +19,9 @@ from slack_sdk.webhook import WebhookResponse
 
 from core.evidence.redaction import Redactor
 
-# Methods that carry text people read; the others (conversations.members, auth.test...) carry ids and cursors only.
-_CONTENT_METHODS = ("chat.", "views.", "files.")
+# Methods that carry text people read (messages, streams, views, assistant titles, status and prompts); the others
+# (conversations.members, auth.test...) carry ids and cursors only.
+_CONTENT_METHODS = ("chat.", "views.", "files.", "assistant.")
 
 
 class OutgoingRedaction:

@@ -28,6 +28,7 @@ from core.contracts.evidence import (
 )
 from core.evidence.instructions import mark_instructions
 from core.evidence.redaction import REDACTED, Redactor, is_secret_key, redact
+from core.evidence.sql_secrets import secret_cells, secret_columns
 
 TRUNCATION_MARKER = "…[truncated]"
 MIN_PROJECTION_BYTES = 2048
@@ -162,8 +163,9 @@ def _log_line(item: dict[str, Any], limits: _Limits, cut: _Cut) -> LogLine:
 
 def _sql_row(row: Sequence[Any], secret_columns: Sequence[bool], limits: _Limits, cut: _Cut) -> list[Any]:
     cells: list[Any] = []
+    secret_here = secret_cells(row)
     for index, value in enumerate(row[: limits.columns]):
-        secret = index < len(secret_columns) and secret_columns[index]
+        secret = (index < len(secret_columns) and secret_columns[index]) or index in secret_here
         cells.append(REDACTED if secret and value not in (None, "") else _json_scalar(value, limits.item_chars, cut))
     if len(row) > limits.columns:
         cut.happened = True
@@ -196,12 +198,12 @@ def _envelope(tool_name: ToolName, raw: RawResult | None, limits: _Limits, **com
     return SqlProjection(columns=columns, **common)
 
 
-def _items(tool_name: ToolName, raw: RawResult, limit: int, limits: _Limits, cut: _Cut) -> list[Any]:
+def _items(tool_name: ToolName, raw: RawResult, limit: int, limits: _Limits, cut: _Cut,
+           secret_columns: Sequence[bool] = ()) -> list[Any]:
     if tool_name == ToolName.LOOKUP_KNOWLEDGE:
         return [_knowledge_block(item, limits, cut) for item in raw.items[:limit]]
     if tool_name == ToolName.QUERY_LOGS:
         return [_log_line(item, limits, cut) for item in raw.items[:limit]]
-    secret_columns = [is_secret_key(str(c)) for c in raw.columns[: limits.columns]]
     return [_sql_row(row, secret_columns, limits, cut) for row in raw.rows[:limit]]
 
 
@@ -277,10 +279,15 @@ def project_sized(
     field = _ITEMS_FIELD[tool_name]
     limits, limit = _Limits(max_item_chars, _MAX_COLUMNS), max(1, max_items)
     memo: dict[str, str] = {}
+    hidden: list[bool] = []
+    if tool_name == ToolName.QUERY_MYSQL:  # by name, and by lineage in the statement (aliases, CONCAT, subqueries)
+        sql = raw.effective_arguments.get("sql")
+        hidden = secret_columns(sql if isinstance(sql, str) else None, [str(c) for c in raw.columns])
     for _ in range(_SHRINK_LEVELS):
         cut = _Cut(redactor=redactor or redact, memo=memo,
-                   happened=raw_len > limit or (tool_name == ToolName.QUERY_MYSQL and len(raw.columns) > limits.columns))
-        items = _items(tool_name, raw, limit, limits, cut)
+                   happened=raw_len > limit or (tool_name == ToolName.QUERY_MYSQL and len(raw.columns) > limits.columns)
+                   or bool(raw.notes.get("bytes_truncated")))  # the backend cut items or dropped some for size
+        items = _items(tool_name, raw, limit, limits, cut, hidden)
         envelope = _envelope(tool_name, raw, limits, truncated=False, **common)
         base = projection_size(envelope.model_dump(mode="json"))
         keep = _fit_prefix(base, [_item_size(i) for i in items], max_bytes)

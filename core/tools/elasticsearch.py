@@ -45,6 +45,7 @@ from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
 from core.tools.es_hits import parse_hits
+from core.tools.item_bounds import ItemBounds, bound_items
 from core.tools.log_backend import LazySession, checked_window, split_url
 from core.tools.log_scan import iso_utc
 from core.tools.loki import LEVEL_SPELLINGS
@@ -216,6 +217,8 @@ class ElasticsearchLogsTool:
             "end": iso_utc(end),
             "limit": args.limit,
         }
+        items, cut = bound_items(items, ItemBounds())  # each line and the result bounded in bytes, as files are
+        notes.update(cut)
         return RawResult(items=items, total_count=max(total, len(items)), effective_arguments=effective, notes=notes)
 
     async def _search(self, search: dict[str, Any]) -> Any:

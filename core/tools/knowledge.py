@@ -12,6 +12,7 @@ from typing import Any
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import KnowledgeArgs
+from core.tools.item_bounds import ItemBounds, bound_items
 from core.tools.markdown_blocks import Block, split_blocks
 
 # Words (letters/digits, Unicode) are the only thing taken from user text; each is quoted for FTS5,
@@ -115,17 +116,19 @@ class KnowledgeTool:
     name = ToolName.LOOKUP_KNOWLEDGE
     args_model: type[KnowledgeArgs] = KnowledgeArgs
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, bounds: ItemBounds | None = None) -> None:
         self._index = KnowledgeIndex(Path(path))
+        self._bounds = bounds or ItemBounds()
 
     async def run(self, args: KnowledgeArgs) -> RawResult:
-        """Rank the runbook sections for the query and return the top_k."""
-        items, total, docs = await asyncio.to_thread(self._index.search, args.query, args.top_k)
+        """Rank the runbook sections for the query and return the top_k (each block and the result byte-bounded)."""
+        found, total, docs = await asyncio.to_thread(self._index.search, args.query, args.top_k)
+        items, cut = bound_items(found, self._bounds)
         return RawResult(
             items=items,
             total_count=total,
             effective_arguments={"query": args.query, "top_k": args.top_k},
-            notes={"documents_indexed": docs, "ranking": "sqlite fts5 bm25, higher score is better"},
+            notes={"documents_indexed": docs, "ranking": "sqlite fts5 bm25, higher score is better", **cut},
         )
 
     def close(self) -> None:

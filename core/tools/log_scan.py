@@ -14,9 +14,11 @@ from typing import Any
 
 import orjson
 
+from core.tools.item_bounds import ItemBounds
 from core.tools.log_query import REQUIRED_FIELDS, LineMatcher
 
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
+MAX_LINE_BYTES = ItemBounds().line_bytes
 
 
 def iso_utc(value: datetime) -> str:
@@ -31,6 +33,9 @@ class Scan:
 
     matcher: LineMatcher
     limit: int
+    line_bytes: int = MAX_LINE_BYTES
+    """A raw line longer than this is never parsed or kept (counted in `oversized`)."""
+    oversized: int = 0
     total: int = 0
     seq: int = 0
     candidates: int = 0
@@ -43,6 +48,9 @@ class Scan:
     def consider(self, raw: bytes) -> None:
         """Parse one candidate line and record it when it matches."""
         self.candidates += 1
+        if len(raw) > self.line_bytes:
+            self.oversized += 1
+            return
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError:
@@ -69,6 +77,9 @@ class Scan:
     def record(self, ts: datetime, line: dict[str, Any] | bytes) -> None:
         """Count one matching line (parsed, or its raw bytes to parse only if it is kept)."""
         self.count(ts, ts)
+        if isinstance(line, bytes) and len(line) > self.line_bytes:
+            self.oversized += 1  # a match, counted, but too big to keep
+            return
         # Max-heap (negated keys) holding the `limit` earliest matches.
         entry = (-ts.timestamp(), -self.seq, line)
         if len(self.heap) < self.limit:
@@ -117,6 +128,7 @@ def scan_file(path: Path, scan: Scan, chunk_bytes: int) -> int:
     """Stream one file through the prefilter; returns the bytes read."""
     read = 0
     carry = b""
+    skipping = False  # inside a line longer than scan.line_bytes: dropped, never held whole in memory
     with path.open("rb") as handle:
         while True:
             block = handle.read(chunk_bytes)
@@ -125,17 +137,30 @@ def scan_file(path: Path, scan: Scan, chunk_bytes: int) -> int:
             read += len(block)
             first_nl = block.find(b"\n")
             if first_nl == -1:
-                carry += block
+                carry, skipping = _carry(scan, carry, block, skipping)
                 continue
             # The line straddling the previous chunk is scanned on its own, so the big block is never copied.
-            head = carry + block[: first_nl + 1]
-            scan_block(head, 0, len(head), scan)
+            if skipping or len(carry) + first_nl + 1 > scan.line_bytes:
+                scan.oversized += 1
+                skipping = False
+            else:
+                head = carry + block[: first_nl + 1]
+                scan_block(head, 0, len(head), scan)
             last_nl = block.rfind(b"\n")
             scan_block(block, first_nl + 1, last_nl + 1, scan)
             carry = block[last_nl + 1 :]
-    if carry:
+    if skipping:
+        scan.oversized += 1
+    elif carry:
         scan_block(carry, 0, len(carry), scan)
     return read
+
+
+def _carry(scan: Scan, carry: bytes, block: bytes, skipping: bool) -> tuple[bytes, bool]:
+    """The unfinished line so far, or (b"", True) once it is longer than the scan keeps."""
+    if skipping or len(carry) + len(block) > scan.line_bytes:
+        return b"", True
+    return carry + block, False
 
 
 def prefilter_hit(low: bytes, matcher: LineMatcher) -> bool:

@@ -25,6 +25,7 @@ from typing import Any
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
+from core.tools.item_bounds import ItemBounds, bound_items
 from core.tools.log_backend import checked_window
 from core.tools.log_index import DEFAULT_INDEX_MAX_BYTES, DEFAULT_INDEX_MAX_FILE_BYTES, FileSignature, IndexCache
 from core.tools.log_query import LineMatcher
@@ -52,7 +53,9 @@ class LogsTool:
         chunk_bytes: int = DEFAULT_CHUNK_BYTES,
         index_max_file_bytes: int = DEFAULT_INDEX_MAX_FILE_BYTES,
         index_max_bytes: int = DEFAULT_INDEX_MAX_BYTES,
+        bounds: ItemBounds | None = None,
     ) -> None:
+        self._bounds = bounds or ItemBounds()
         self._path = Path(path)
         self._clock = clock
         self._chunk_bytes = max(1, chunk_bytes)
@@ -67,7 +70,7 @@ class LogsTool:
             raise ToolFailure("LOGS_PATH_MISSING", f"The log folder '{self._path.name}' does not exist on the server.")
         start, end = checked_window(args, self._clock())
         matcher = LineMatcher.compile(args.service, args.query, args.level, start, end)
-        scan = Scan(matcher=matcher, limit=args.limit)
+        scan = Scan(matcher=matcher, limit=args.limit, line_bytes=self._bounds.line_bytes)
         files = 0
         unreadable = 0
         scanned_bytes = 0
@@ -101,7 +104,11 @@ class LogsTool:
             "end": iso_utc(end),
             "limit": args.limit,
         }
-        return RawResult(items=scan.items(), total_count=scan.total, effective_arguments=effective, notes=notes)
+        items, cut = bound_items(scan.items(), self._bounds)
+        notes.update(cut)
+        if scan.oversized:
+            notes.update(bytes_truncated=True, oversized_lines_skipped=scan.oversized, line_bytes_max=scan.line_bytes)
+        return RawResult(items=items, total_count=scan.total, effective_arguments=effective, notes=notes)
 
     def _scan_one(self, path: Path, scan: Scan) -> int:
         """Scan one file through its index when it has (or now gets) one, else by streaming; returns its bytes."""

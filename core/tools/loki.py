@@ -40,6 +40,7 @@ from yarl import URL
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
+from core.tools.item_bounds import ItemBounds, bound_items
 from core.tools.log_backend import LazySession, checked_window, split_url
 from core.tools.log_query import normalise_level, parse_terms
 from core.tools.log_scan import iso_utc
@@ -281,6 +282,8 @@ class LokiLogsTool:
             "end": iso_utc(end),
             "limit": args.limit,
         }
+        items, cut = bound_items(items, ItemBounds())  # each line and the result bounded in bytes, as files are
+        notes.update(cut)
         return RawResult(items=items, total_count=total, effective_arguments=effective, notes=notes)
 
     async def _count(self, query: str, at_ns: int) -> int | ToolFailure:

@@ -19,6 +19,10 @@ def test_gitleaks_rules_load_and_only_path_rules_are_skipped() -> None:
     assert {"stripe-access-token", "gcp-api-key", "github-fine-grained-pat", "slack-webhook-url", "sendgrid-api-token",
             "generic-api-key", "jwt"} <= ids
     assert all("regex not usable" not in reason for reason in DEFAULT_RULES.skipped), DEFAULT_RULES.skipped
+    for rule in load_ruleset().rules:  # compiled lazily in production: every one must compile (no warning either)
+        assert rule.regex.pattern == rule.pattern
+        for allowlist in rule.allowlists:
+            assert len(allowlist.regexes) == len(allowlist.patterns)
     assert any(reason.startswith("private-key: disabled") for reason in DEFAULT_RULES.skipped)
 
 

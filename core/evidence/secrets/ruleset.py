@@ -1,8 +1,10 @@
 """The secret rules: gitleaks' maintained rule file plus diagbot's own (both TOML in this folder), compiled once.
 
 A rule is gitleaks' model: a regex (its secret is one capture group), keywords that must occur for the rule to run,
-an entropy floor and allowlists. Rules that only look at file paths, or whose regex Python cannot run, are skipped
-and listed in `SecretRuleSet.skipped`. The set is immutable; `core.evidence.redaction.Redactor` applies it.
+an entropy floor and allowlists. Rules that only look at file paths, or whose regex cannot be rewritten for Python,
+are skipped and listed in `SecretRuleSet.skipped`. The set is immutable; `core.evidence.redaction.Redactor` applies it.
+A rule's regex is compiled when a text first contains its keyword (most rules never run in a given process, and
+compiling all ~230 at import would add ~0.2 s to every start); tests compile every one.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import tomllib
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from types import MappingProxyType
 from typing import Any
@@ -30,14 +33,19 @@ class Allowlist:
     """Findings this allowlist lets through: a regex over the secret (or the whole match/line), or a stopword in it."""
 
     target: str
-    regexes: tuple[re.Pattern[str], ...]
+    patterns: tuple[str, ...]
     stopwords: tuple[str, ...]
     require_all: bool
+
+    @cached_property
+    def regexes(self) -> tuple[re.Pattern[str], ...]:
+        """The compiled patterns (on first use)."""
+        return tuple(_compile(p) for p in self.patterns)
 
     def allows(self, secret: str, match: str, line: str) -> bool:
         """True when the finding is not a secret by this allowlist."""
         checks: list[bool] = []
-        if self.regexes:
+        if self.patterns:
             subject = {"match": match, "line": line}.get(self.target, secret)
             checks.append(any(regex.search(subject) is not None for regex in self.regexes))
         if self.stopwords:
@@ -51,7 +59,8 @@ class SecretRule:
     """One detection rule."""
 
     id: str
-    regex: re.Pattern[str]
+    pattern: str
+    """The Python regex (already rewritten from RE2 for gitleaks' rules)."""
     secret_group: int
     entropy: float
     keywords: tuple[str, ...]
@@ -59,6 +68,11 @@ class SecretRule:
     """How many name characters before the match belong to it (for allowlists over the whole match)."""
     allowlists: tuple[Allowlist, ...]
     """This rule's allowlists, and for gitleaks' rules its global ones (placeholder values of source code)."""
+
+    @cached_property
+    def regex(self) -> re.Pattern[str]:
+        """The compiled regex (on first use)."""
+        return _compile(self.pattern)
 
 
 @dataclass(frozen=True)
@@ -84,10 +98,10 @@ class SecretRuleSet:
         return [self.rules[i] for i in sorted(indexes)]
 
 
-def _compile(pattern: str, go: bool) -> re.Pattern[str]:
+def _compile(pattern: str) -> re.Pattern[str]:
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a FutureWarning ("possible nested set") means the rewrite missed something
-        return re.compile(translate(pattern) if go else pattern)
+        return re.compile(pattern)
 
 
 def _allowlist(raw: Mapping[str, Any], go: bool) -> Allowlist | None:
@@ -98,8 +112,8 @@ def _allowlist(raw: Mapping[str, Any], go: bool) -> Allowlist | None:
         return None  # needs a path or commit to match: never true for tool output
     if not regexes and not stopwords:
         return None
-    compiled = tuple(_compile(r, go) for r in regexes)
-    return Allowlist(str(raw.get("regexTarget", "secret")), compiled, stopwords, require_all)
+    patterns = tuple(translate(r) if go else r for r in regexes)
+    return Allowlist(str(raw.get("regexTarget", "secret")), patterns, stopwords, require_all)
 
 
 def _rule(raw: Mapping[str, Any], go: bool, token_end: str | None, shared: Sequence[Allowlist]) -> SecretRule:
@@ -113,7 +127,7 @@ def _rule(raw: Mapping[str, Any], go: bool, token_end: str | None, shared: Seque
         translated, lead = "(?i)" + translated[len(_LAZY_NAME) :], _LAZY_NAME_CHARS
     return SecretRule(
         id=str(raw["id"]),
-        regex=_compile(translated, go=False),
+        pattern=translated,
         lead=lead,
         secret_group=int(raw.get("secretGroup", 0)),
         entropy=float(raw.get("entropy", 0.0)),
@@ -179,7 +193,7 @@ def load_ruleset(gitleaks_file: str = "gitleaks.toml", own_file: str = "diagbot.
         else:
             try:
                 rules.append(_rule(raw, go, token_end, gitleaks_global if go else []))
-            except (re.error, ValueError, FutureWarning) as exc:
+            except ValueError as exc:
                 skipped.append(f"{rule_id}: regex not usable in Python ({exc})")
     keyword_rules, keyword_pattern = _keyword_index(rules)
     return SecretRuleSet(
