@@ -186,3 +186,12 @@ async def test_refused_statement_never_reaches_a_database(
     assert info.value.code == "SQL_REFUSED"
     assert opened == []
     await tool.aclose()
+
+
+def test_string_growing_functions_nest_at_most_two_deep() -> None:
+    """REPLACE(REPLACE(col…)) is analysis; a third level of string-growing functions is refused (exponential growth)."""
+    from core.tools.sql_policy import prepare
+
+    assert prepare("SELECT REPLACE(REPLACE(service, 'a', 'b'), 'c', 'd') FROM deployments", "mysql", 10).sql
+    with pytest.raises(ToolFailure, match="nested 3 deep"):
+        prepare("SELECT CONCAT(REPLACE(REPLACE('x', 'x', 'xx'), 'x', 'xx'), 'y')", "mysql", 10)
