@@ -82,7 +82,7 @@ def draft() -> DiagnosisDraft:
                         {"action": "Raise maximumPoolSize of checkout-api only if no leak is found.",
                          "based_on_analysis_ids": ["a3"]}],
         "recommendations": [{"text": "Alert on HikariPool-1 waiting requests before users see timeouts.",
-                             "based_on_analysis_ids": ["a2"]}],
+                             "based_on_analysis_ids": ["a1", "a2"]}],
         "limitations": {"scope": "checkout-api logs and pool samples, 22:30-23:30 UTC; the runbook",
                         "missing_info": ["database server metrics"]},
     })

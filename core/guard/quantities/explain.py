@@ -49,7 +49,8 @@ def _classify(claim: Quantity, shown: Shown, context: Context, digits: str) -> t
 
 def explain(claim: Quantity, calls: Sequence[CallEvidence], context: Context) -> str:
     """The violation message for an ungrounded claim: the quantity, its kind and why."""
-    head = f"'{claim.text[:_MAX_QUOTED]}' is a {claim.kind.value}"
+    kind = claim.kind.value
+    head = f"'{claim.text[:_MAX_QUOTED]}' is {'an' if kind[:1] in 'aeiou' else 'a'} {kind}"
     where = "no referencable call of this run" if context.limitations else "the cited calls"
     digits = _digits(claim) if claim.kind not in {Kind.IDENTIFIER, Kind.VERSION} else ""
     found: dict[str, list[str]] = {}
