@@ -150,3 +150,12 @@ def test_dsn_with_empty_user_and_password_is_redacted(text: str) -> None:
 def test_more_secret_formats_are_redacted(text: str, secret: str) -> None:
     """Azure storage account keys, passphrases and Rails' secret_key_base are secrets too."""
     assert secret not in redact(text)
+
+
+def test_a_dsn_password_of_digits_and_slashes_is_not_taken_for_a_port() -> None:
+    """Hypothesis found `postgres://app:00000/00@db`: a port-like password before @ is still a password."""
+    from core.evidence.redaction import Redactor
+
+    out = Redactor().redact("DSN postgres://app:00000/00@db:5432/shop")
+    assert "00000/00" not in out
+    assert "db:5432/shop" in out
