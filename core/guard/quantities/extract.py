@@ -13,19 +13,14 @@ classes (`5xx`) and `24/7` are not quantities. Spelled-out numbers are read firs
 
 from __future__ import annotations
 
-import calendar
 import re
-from collections.abc import Iterator, Mapping
-from types import MappingProxyType
+from collections.abc import Iterator
 
+from core.guard.quantities.clock import MONTHS, datetime_quantity, decimals, month_date, time_quantity, valid_date
 from core.guard.quantities.model import Kind, Quantity
 from core.guard.quantities.units import DURATION_SECONDS, MAGNITUDES, RATE_SHORTHANDS, SIZE_BYTES
 from core.guard.quantities.words import digits_for_words
 
-_MONTHS: Mapping[str, int] = MappingProxyType(
-    {name.lower(): i for i in range(1, 13) for name in (calendar.month_name[i], calendar.month_abbr[i])}
-    | {"sept": 9}
-)
 _MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _SPACED_UNITS = tuple(sorted(
     [u for u in DURATION_SECONDS if len(u) > 1 and u not in {"wk", "wks"}] + [u for u in SIZE_BYTES if len(u) > 1] + ["s", "h"],
@@ -81,71 +76,11 @@ _DURATION_WORDS = frozenset({"took", "after", "in", "for", "within", "over", "la
 _NOUN_AFTER = re.compile(r"\ (?:more\ |new\ |other\ |distinct\ |separate\ |consecutive\ )?[A-Za-z]{2,}(?:\ [A-Za-z]{2,})?")
 
 
-def _decimals(digits: str) -> int:
-    dot = digits.find(".")
-    return 0 if dot < 0 else len(digits) - dot - 1
-
-
-def _clock(hours: int, minutes: int, seconds: float, ampm: str | None) -> float | None:
-    if ampm:
-        if not 1 <= hours <= 12:
-            return None
-        hours = hours % 12 + (12 if ampm[0].lower() == "p" else 0)
-    if hours > 23 or minutes > 59 or seconds >= 60:
-        return None
-    return hours * 3600 + minutes * 60 + seconds
-
-
-def _time_parts(text: str) -> tuple[float, float] | None:
-    """(seconds since midnight, precision in seconds) of 'hh:mm[:ss[.fff]]'."""
-    parts = text.replace(",", ".").split(":")
-    seconds = float(parts[2]) if len(parts) > 2 else 0.0
-    clock = _clock(int(parts[0]), int(parts[1]), seconds, None)
-    if clock is None:
-        return None
-    precision = 60.0 if len(parts) == 2 else 10.0 ** -_decimals(parts[2])
-    return clock, precision
-
-
-def _datetime(text: str, start: int, end: int) -> Quantity | None:
-    date, rest = text[:10].replace("/", "-"), text[11:].removeprefix("at ")
-    time_text = re.match(r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?", rest)
-    if not _valid_date(date) or time_text is None:
-        return None
-    parts = _time_parts(time_text.group(0))
-    if parts is None:
-        return None
-    return Quantity(Kind.DATETIME, date, text, start, end, tolerance=parts[1], clock=parts[0])
-
-
-def _valid_date(date: str) -> bool:
-    try:
-        year, month, day = (int(p) for p in date.split("-"))
-        return 1 <= month <= 12 and 1 <= day <= calendar.monthrange(year, month)[1]
-    except ValueError:
-        return False
-
-
-def _month_date(text: str, start: int, end: int) -> Quantity | None:
-    words = re.findall(r"[A-Za-z]+|\d+", text)
-    month = next((_MONTHS.get(w.lower()[:3] if len(w) > 3 and w.lower()[:3] in _MONTHS and w.lower() not in _MONTHS
-                              else w.lower()) for w in words if not w.isdigit() and w.lower() not in {"st", "nd", "rd", "th"}),
-                 None)
-    numbers = [int(w) for w in words if w.isdigit()]
-    if month is None or not numbers:
-        return None
-    day, year = numbers[0], numbers[1] if len(numbers) > 1 else None
-    value = f"{year:04d}-{month:02d}-{day:02d}" if year else f"--{month:02d}-{day:02d}"
-    if not _valid_date(value if year else f"2024-{month:02d}-{day:02d}"):
-        return None
-    return Quantity(Kind.DATE, value, text, start, end)
-
-
 def _number_value(match: re.Match[str]) -> tuple[float, float]:
     """(value, tolerance) of a number match: magnitudes, exponents and written decimals set the rounding."""
     digits = match["digits"].replace(",", "")
     value = float(digits)
-    step = 10.0 ** -_decimals(digits)
+    step = 10.0 ** -decimals(digits)
     if match["exp"]:
         value *= 10.0 ** int(match["exp"])
         step *= 10.0 ** int(match["exp"])
@@ -298,33 +233,21 @@ def _quantity(text: str, match: re.Match[str]) -> Quantity | None:
             return None
         return _classify_number(text, match)
     if group == "dt":
-        return _datetime(written, start, end)
+        return datetime_quantity(written, start, end)
     if group == "time":
-        return _time(written, match["ampm"] or match["ampm2"], start, end)
+        return time_quantity(written, match["ampm"] or match["ampm2"], start, end)
     if group == "ip" or group == "ident":
         return Quantity(Kind.IDENTIFIER, written.lower(), written, start, end)
     if group == "version":
         return Quantity(Kind.VERSION, written.lstrip("vV").lower(), written, start, end)
     if group == "date":
         date = written.replace("/", "-")
-        return Quantity(Kind.DATE, date, written, start, end) if _valid_date(date) else None
+        return Quantity(Kind.DATE, date, written, start, end) if valid_date(date) else None
     if group == "mdate":
-        return _month_date(written, start, end)
+        return month_date(written, start, end)
     if group == "port":
         return Quantity(Kind.IDENTIFIER, written[1:], written, start, end)
     return _alnum(written, start, end)
-
-
-def _time(written: str, ampm: str | None, start: int, end: int) -> Quantity | None:
-    digits = re.match(r"\d{1,2}(?::\d{2}(?::\d{2}(?:[.,]\d+)?)?)?", written)
-    assert digits is not None  # the pattern starts with digits
-    parts = digits.group(0).replace(",", ".").split(":")
-    seconds = float(parts[2]) if len(parts) > 2 else 0.0
-    clock = _clock(int(parts[0]), int(parts[1]) if len(parts) > 1 else 0, seconds, ampm)
-    if clock is None:
-        return Quantity(Kind.IDENTIFIER, written.lower(), written, start, end)
-    precision = 3600.0 if len(parts) == 1 else 60.0 if len(parts) == 2 else 10.0 ** -_decimals(parts[2])
-    return Quantity(Kind.TIME, clock, written, start, end, tolerance=precision)
 
 
 def extract(text: str, *, words: bool = True) -> list[Quantity]:
@@ -387,7 +310,7 @@ def _starts(text: str, digit: int, floor: int) -> Iterator[int]:
         word -= 1
     if word == digit and digit >= 2 and text[digit - 1] == " " and text[digit - 2].isalpha():
         month = text.rfind(" ", floor, digit - 1) + 1
-        if month >= floor and text[month : digit - 1].rstrip(".").lower()[:3] in _MONTHS:
+        if month >= floor and text[month : digit - 1].rstrip(".").lower()[:3] in MONTHS:
             yield max(month, floor)
     if word < digit:
         yield word
@@ -399,7 +322,7 @@ def _starts(text: str, digit: int, floor: int) -> Iterator[int]:
 def _month_first(text: str, digit: int, floor: int) -> re.Match[str] | None:
     """'Nov 29': the token starts at the month name before the digits."""
     month = max(text.rfind(" ", floor, digit - 1) + 1, floor)
-    if text[month : digit - 1].rstrip(".").lower()[:3] in _MONTHS:
+    if text[month : digit - 1].rstrip(".").lower()[:3] in MONTHS:
         found = _TOKEN.match(text, month)
         if found is not None and found.end() > digit:
             return found
