@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import ToolName
@@ -22,7 +22,8 @@ from core.llm.tool_loop import (
 )
 from core.ports import AuditStore, ChatModel, ToolInvoker
 from core.service.run_context import RunContext
-from core.steps.schemas import ARGS_MODELS, SUBMIT_DIAGNOSIS, diagnosis_tools
+from core.steps.schemas import SUBMIT_DIAGNOSIS, diagnosis_tools
+from core.tools.args import normalised_arguments
 
 __all__ = [
     "DEADLINE_SLACK_S", "AgentResult", "DiagnosisAgent", "LoopStopped", "ToolInvoker", "ascii_json_size",
@@ -53,18 +54,6 @@ def render_previous_report(report: PublishedReport) -> str:
     body = json.dumps(report.model_dump(mode="json", exclude={"evidence", "evidence_arguments", "question"}),
                       ensure_ascii=False)
     return f"{PREVIOUS_REPORT_LABEL}:\n{body}"
-
-
-def normalised_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
-    """A tool call's arguments after validation (defaults filled, strings trimmed); None when they do not validate."""
-    model = ARGS_MODELS.get(name)
-    if model is None:
-        return None
-    try:
-        dumped: dict[str, Any] = model.model_validate(arguments).model_dump(mode="json")
-    except (ValidationError, ValueError, TypeError):
-        return None
-    return {k: v.strip() if isinstance(v, str) else v for k, v in dumped.items()}
 
 
 class DiagnosisAgent:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from core.contracts.evidence import ToolName
 
@@ -105,3 +105,14 @@ ARGS_MODELS: dict[ToolName, type[BaseModel]] = {
 def args_model_for(name: ToolName) -> type[BaseModel]:
     """The argument model of a tool."""
     return ARGS_MODELS[name]
+
+
+def normalised_arguments(name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+    """A tool call's arguments after validation (defaults filled, strings trimmed), to tell identical calls apart;
+    None for an unknown tool or arguments that do not validate (the boundary answers those with an ERROR)."""
+    try:
+        model = ARGS_MODELS[ToolName(name)]
+        dumped: dict[str, Any] = model.model_validate(arguments).model_dump(mode="json")
+    except (ValidationError, ValueError, TypeError):
+        return None
+    return {k: v.strip() if isinstance(v, str) else v for k, v in dumped.items()}

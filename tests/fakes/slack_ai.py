@@ -10,6 +10,7 @@ prompts are 1..4 `{title, message}` pairs.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,8 +72,8 @@ class AiSurface:
     suggested_prompts: list[dict[str, Any]]
     titles: list[dict[str, Any]]
 
-    def new_ts(self) -> str:  # provided by FakeSlack
-        raise NotImplementedError
+    new_ts: Callable[[], str]
+    """Provided by FakeSlack (the class this is mixed into)."""
 
     def _m_chat_startStream(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = params.get("channel")
