@@ -6,9 +6,9 @@ real Redis under a test prefix, other tools) and get the same wiring as producti
 
 from __future__ import annotations
 
-import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
@@ -26,7 +26,7 @@ from core.errors import StoreUnavailable
 from core.evidence.boundary import ToolBoundary
 from core.evidence.redaction import Redactor
 from core.guard.evidence_guard import EvidenceGuard
-from core.guard.rules import load_rules
+from core.guard.rules import RuleSet, load_rules
 from core.llm.model import ModelReply, ModelUnavailable
 from core.llm.prompts import PromptLibrary
 from core.observability.metered_model import MeteredChatModel
@@ -43,7 +43,8 @@ from core.ports import (
     Tool,
 )
 from core.release.release import DiagnosisRelease
-from core.service.chat_service import ChatService, RunVersions
+from core.service.chat_service import ChatService
+from core.service.collaborators import Instruments, RunPolicy, RunStores, RunVersions, Steps
 from core.service.feedback import FeedbackService
 from core.service.retention import RetentionScheduler
 from core.service.sessions import SessionGate
@@ -143,7 +144,7 @@ class Services:
     redis: aioredis.Redis | None = None
     metrics: Metrics = field(default_factory=Metrics)
     feedback: FeedbackService | None = None
-    _closers: list[Any] = field(default_factory=list)
+    _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
 
     def timeline_for(self, run_id: str) -> RunTimeline:
         """A Timeline recording events of one run."""
@@ -163,13 +164,10 @@ class Services:
             raise ModelNotConfigured(model_hint(self.settings))
 
     async def aclose(self) -> None:
-        """Close the tools built here, the model client, Redis and the database engine (each once)."""
-        closers, self._closers = self._closers, []
-        for close in reversed(closers):
-            try:
-                await close()
-            except Exception as exc:  # closing must finish even if one resource is already gone
-                log.warning("closing %s failed: %s", getattr(close, "__qualname__", close), type(exc).__name__)
+        """Close the tools built here, the model client, Redis and the database engine (each once, last opened
+        first)."""
+        stack, self._stack = self._stack, AsyncExitStack()
+        await stack.aclose()
 
 
 async def open_schema(database: Database, auto_migrate: bool) -> None:
@@ -194,6 +192,167 @@ def redis_client_from_url(url: str) -> aioredis.Redis:
     )
 
 
+async def _close_quietly(close: Callable[[], Awaitable[object]]) -> None:
+    """Run one closer; closing must finish even if one resource is already gone, so a failure is only logged."""
+    try:
+        await close()
+    except Exception as exc:
+        log.warning("closing %s failed: %s", getattr(close, "__qualname__", close), type(exc).__name__)
+
+
+def on_close(stack: AsyncExitStack, close: Callable[[], Awaitable[object]]) -> None:
+    """Have the stack call `close` when it unwinds (last registered, first closed), never raising."""
+    stack.push_async_callback(_close_quietly, close)
+
+
+@dataclass(frozen=True)
+class SessionStores:
+    """The canonical store and the key-value store (sessions, dedup), with the Redis client behind them if any."""
+
+    canonical: CanonicalStore
+    kv: KeyValueStore
+    shared_kv: bool
+    redis: aioredis.Redis | None
+
+
+@dataclass(frozen=True)
+class RecordStores:
+    """Where runs are recorded: run records, timeline events, audit and feedback, with the database behind them."""
+
+    runs: RunStore
+    timeline_store: TimelineStore
+    audit: AuditStore
+    feedback: FeedbackStore
+    database: Database | None
+
+
+def build_session_stores(
+    settings: Settings, stack: AsyncExitStack, canonical: CanonicalStore | None, kv: KeyValueStore | None,
+    redis_prefix: str,
+) -> SessionStores:
+    """Redis-backed stores when REDIS_URL is set, in-process ones otherwise; given stores are kept."""
+    shared_kv = kv is not None and not isinstance(kv, InMemoryKV)
+    redis_client: aioredis.Redis | None = None
+    if settings.redis_url and (canonical is None or kv is None):
+        redis_client = redis_client_from_url(settings.redis_url)
+        on_close(stack, redis_client.aclose)
+    if canonical is None:
+        if redis_client is not None:
+            canonical = RedisCanonicalStore(redis_client, redis_prefix, settings.diag_canonical_ttl_s)
+        else:
+            canonical = InMemoryCanonicalStore(settings.diag_canonical_ttl_s)
+    if kv is None:
+        if redis_client is not None:
+            kv = RedisKV(redis_client, redis_prefix)
+            shared_kv = True
+        else:
+            # In-process stores: fine for one process. Only serving can run several, so `diagbot serve` (and
+            # `diagbot check`) say so once (core/health/config.py check_store_mode); one-shot commands stay quiet.
+            kv = InMemoryKV()
+    return SessionStores(canonical, kv, shared_kv, redis_client)
+
+
+async def open_record_stores(
+    settings: Settings, stack: AsyncExitStack, *, runs: RunStore | None, timeline_store: TimelineStore | None,
+    audit: AuditStore | None, feedback_store: FeedbackStore | None,
+) -> RecordStores:
+    """SQL stores over DATABASE_URL (schema checked or upgraded) for whatever was not given."""
+    if runs is not None and timeline_store is not None and audit is not None:
+        return RecordStores(runs, timeline_store, audit, feedback_store or InMemoryFeedbackStore(), None)
+    database = Database(settings.database_url)
+    on_close(stack, database.dispose)
+    await open_schema(database, settings.auto_migrate)
+    return RecordStores(
+        runs=runs or SqlRunStore(database),
+        timeline_store=timeline_store or SqlTimelineStore(database),
+        audit=audit or SqlAuditStore(database),
+        feedback=feedback_store or SqlFeedbackStore(database),
+        database=database,
+    )
+
+
+def build_model(settings: Settings, stack: AsyncExitStack, model: ChatModel | None) -> tuple[ChatModel, bool]:
+    """The given model, the configured OpenAI-compatible endpoint, or a stand-in that fails clearly; and whether a
+    model is configured."""
+    if model is not None:
+        return model, True
+    if not model_configured(settings):
+        return UnconfiguredModel(model_hint(settings)), False
+    # Imported here: the openai SDK takes seconds to import and `diagbot tool|trace` never need it.
+    from core.llm.openai_model import OpenAIChatModel
+
+    openai_model = OpenAIChatModel(
+        settings.openai_base_url,
+        settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
+        tool_choice=settings.diag_model_tool_choice,
+    )
+    on_close(stack, openai_model.aclose)
+    return openai_model, True
+
+
+def build_boundary(
+    settings: Settings, stack: AsyncExitStack, tools: Mapping[ToolName, Tool[Any]] | None, canonical: CanonicalStore,
+    audit: AuditStore, instruments: Instruments,
+) -> ToolBoundary:
+    """The ToolBoundary over the given tools, or over the tools settings name (closed with the stack)."""
+    if tools is None:
+        tools = build_tools(settings)
+        # Tools built here are closed here (Loki's HTTP session, the SQL engine); injected tools stay the caller's.
+        for tool in tools.values():
+            if callable(close := getattr(tool, "aclose", None)):
+                on_close(stack, close)
+    return ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes,
+                        metrics=instruments.metrics, redactor=instruments.redactor,
+                        raw_max_bytes=settings.diag_canonical_raw_max_bytes)
+
+
+def build_steps(
+    settings: Settings, model: ChatModel, boundary: ToolBoundary, canonical: CanonicalStore, audit: AuditStore,
+    prompts: PromptLibrary, rules: RuleSet, metrics: Metrics,
+) -> Steps:
+    """The router, diagnosis agent, release (guard, repair, judge) and knowledge path, each on a metered model."""
+    agent_model = settings.diag_model or UNCONFIGURED
+    guard_model = settings.guard_model or UNCONFIGURED
+    timeout_s, strict = settings.diag_model_timeout_s, settings.diag_model_strict
+
+    def metered(stage: str) -> ChatModel:
+        return MeteredChatModel(model, metrics, stage)
+
+    guard = EvidenceGuard(canonical, rules)
+    repairer = LlmEvidenceRepairer(metered("repair"), agent_model, prompts, audit, timeout_s=timeout_s, strict=strict)
+    judge = LlmSemanticJudge(metered("semantic_guard"), guard_model, prompts, audit,
+                             input_cap_bytes=settings.diag_semantic_input_cap_bytes, timeout_s=timeout_s)
+    return Steps(
+        router=IntentRouter(metered("router"), agent_model, prompts, timeout_s=settings.router_timeout_s),
+        agent=DiagnosisAgent(metered("agent"), agent_model, boundary, prompts, audit, call_timeout_s=timeout_s,
+                             tools=diagnosis_tools(strict=strict)),
+        release=DiagnosisRelease(guard, repairer, judge, canonical, metrics=metrics, drafts=draft_archive(audit)),
+        knowledge=KnowledgeAnswerer(metered("knowledge"), agent_model, boundary, prompts, canonical, audit,
+                                    call_timeout_s=timeout_s, tools=knowledge_tools(strict=strict)),
+    )
+
+
+def run_versions(settings: Settings, prompts: PromptLibrary, rules: RuleSet) -> RunVersions:
+    """The prompt hashes, rule set version and model names every run records."""
+    agent_model = settings.diag_model or UNCONFIGURED
+    guard_model = settings.guard_model or UNCONFIGURED
+    return RunVersions(
+        prompt_hashes=prompts.hashes(),
+        rule_set_version=rules.rule_set_version,
+        models={"agent": agent_model, "router": agent_model, "repair": agent_model, "guard": guard_model},
+    )
+
+
+def build_chat_service(
+    steps: Steps, sessions: SessionStores, records: RecordStores, policy: RunPolicy, instruments: Instruments,
+) -> ChatService:
+    """The ChatService over the steps and stores, serialising turns per session through one SessionGate."""
+    timeline_sink = records.timeline_store
+    stores = RunStores(records.runs, timeline_sink, lambda run_id: RunTimeline(run_id, timeline_sink), sessions.kv)
+    gate = SessionGate(sessions.kv, run_deadline_s=policy.budgets.deadline_s, shared=sessions.shared_kv)
+    return ChatService(steps, stores, policy, gate=gate, instruments=instruments)
+
+
 async def build_services(
     settings: Settings,
     *,
@@ -210,113 +369,26 @@ async def build_services(
     feedback_store: FeedbackStore | None = None,
 ) -> Services:
     """Build every adapter from settings; keyword overrides replace single adapters (tests, benchmarks)."""
-    closers: list[Any] = []
-    try:
-        shared_kv = kv is not None and not isinstance(kv, InMemoryKV)
-        redis_client: aioredis.Redis | None = None
-        if settings.redis_url and (canonical is None or kv is None):
-            redis_client = redis_client_from_url(settings.redis_url)
-            closers.append(redis_client.aclose)
-        if canonical is None:
-            if redis_client is not None:
-                canonical = RedisCanonicalStore(redis_client, redis_prefix, settings.diag_canonical_ttl_s)
-            else:
-                canonical = InMemoryCanonicalStore(settings.diag_canonical_ttl_s)
-        if kv is None:
-            if redis_client is not None:
-                kv = RedisKV(redis_client, redis_prefix)
-                shared_kv = True
-            else:
-                # In-process stores: fine for one process. Only serving can run several, so `diagbot serve` (and
-                # `diagbot check`) say so once (core/health/config.py check_store_mode); one-shot commands stay quiet.
-                kv = InMemoryKV()
-
-        database: Database | None = None
-        if runs is None or timeline_store is None or audit is None:
-            database = Database(settings.database_url)
-            closers.append(database.dispose)
-            await open_schema(database, settings.auto_migrate)
-            audit = audit or SqlAuditStore(database)
-            runs = runs or SqlRunStore(database)
-            timeline_store = timeline_store or SqlTimelineStore(database)
-            feedback_store = feedback_store or SqlFeedbackStore(database)
-
-        configured = model is not None or model_configured(settings)
-        if model is None:
-            if configured:
-                # Imported here: the openai SDK takes seconds to import and `diagbot tool|trace` never need it.
-                from core.llm.openai_model import OpenAIChatModel
-
-                openai_model = OpenAIChatModel(
-                    settings.openai_base_url,
-                    settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
-                    tool_choice=settings.diag_model_tool_choice,
-                )
-                closers.append(openai_model.aclose)
-                model = openai_model
-            else:
-                model = UnconfiguredModel(model_hint(settings))
-        agent_model = settings.diag_model or UNCONFIGURED
-        guard_model = settings.guard_model or UNCONFIGURED
-
+    # A bad setting found late (a log backend, a rules file, a projection bound) must not leak what was opened:
+    # leaving the `async with` by an exception closes everything registered so far.
+    async with AsyncExitStack() as stack:
+        sessions = build_session_stores(settings, stack, canonical, kv, redis_prefix)
+        records = await open_record_stores(settings, stack, runs=runs, timeline_store=timeline_store, audit=audit,
+                                           feedback_store=feedback_store)
+        chat_model, configured = build_model(settings, stack, model)
         prompts = PromptLibrary(settings.diag_prompts_dir)
         rules = load_rules(settings.diag_rules_file)
-        budgets = budgets or settings.budgets
-        if tools is None:
-            tools = build_tools(settings)
-            # Tools built here are closed here (Loki's HTTP session, the SQL engine); injected tools stay the caller's.
-            closers.extend(close for tool in tools.values() if callable(close := getattr(tool, "aclose", None)))
-        metrics = metrics or Metrics()
-        redactor = Redactor()  # one rule set and memo for every projection and stored question
-        boundary = ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes,
-                                metrics=metrics, redactor=redactor, raw_max_bytes=settings.diag_canonical_raw_max_bytes)
-        guard = EvidenceGuard(canonical, rules)
-
-        def metered(stage: str) -> ChatModel:
-            assert model is not None
-            return MeteredChatModel(model, metrics, stage)
-
-        timeout_s, strict = settings.diag_model_timeout_s, settings.diag_model_strict
-        repairer = LlmEvidenceRepairer(metered("repair"), agent_model, prompts, audit, timeout_s=timeout_s, strict=strict)
-        judge = LlmSemanticJudge(metered("semantic_guard"), guard_model, prompts, audit,
-                                 input_cap_bytes=settings.diag_semantic_input_cap_bytes, timeout_s=timeout_s)
-        release = DiagnosisRelease(guard, repairer, judge, canonical, metrics=metrics, drafts=draft_archive(audit))
-        agent = DiagnosisAgent(metered("agent"), agent_model, boundary, prompts, audit, call_timeout_s=timeout_s,
-                               tools=diagnosis_tools(strict=strict))
-        router = IntentRouter(metered("router"), agent_model, prompts, timeout_s=settings.router_timeout_s)
-        knowledge = KnowledgeAnswerer(metered("knowledge"), agent_model, boundary, prompts, canonical, audit,
-                                      call_timeout_s=timeout_s, tools=knowledge_tools(strict=strict))
-
-        timeline_sink = timeline_store
-        chat_service = ChatService(
-            router=router,
-            agent=agent,
-            release=release,
-            knowledge=knowledge,
-            runs=runs,
-            timeline_store=timeline_store,
-            timeline_factory=lambda run_id: RunTimeline(run_id, timeline_sink),
-            kv=kv,
-            versions=RunVersions(
-                prompt_hashes=prompts.hashes(),
-                rule_set_version=rules.rule_set_version,
-                models={"agent": agent_model, "router": agent_model, "repair": agent_model, "guard": guard_model},
-            ),
-            budgets=budgets,
-            gate=SessionGate(kv, run_deadline_s=budgets.deadline_s, shared=shared_kv),
-            metrics=metrics,
-            redactor=redactor,
-        )
-        feedback = FeedbackService(feedback_store or InMemoryFeedbackStore(), runs, metrics)
+        # One metrics registry, and one rule set and memo for every projection and stored question.
+        instruments = Instruments(metrics or Metrics(), Redactor())
+        boundary = build_boundary(settings, stack, tools, sessions.canonical, records.audit, instruments)
+        steps = build_steps(settings, chat_model, boundary, sessions.canonical, records.audit, prompts, rules,
+                            instruments.metrics)
+        policy = RunPolicy(run_versions(settings, prompts, rules), budgets or settings.budgets)
+        chat_service = build_chat_service(steps, sessions, records, policy, instruments)
         return Services(
-            feedback=feedback, settings=settings, chat_service=chat_service, boundary=boundary,
-            canonical=canonical, kv=kv, runs=runs,
-            timeline_store=timeline_store, audit=audit, database=database, model=model, prompts=prompts,
-            is_model_configured=configured, redis=redis_client, metrics=metrics, _closers=closers,
+            settings=settings, chat_service=chat_service, boundary=boundary, canonical=sessions.canonical,
+            kv=sessions.kv, runs=records.runs, timeline_store=records.timeline_store, audit=records.audit,
+            database=records.database, model=chat_model, prompts=prompts, is_model_configured=configured,
+            redis=sessions.redis, metrics=instruments.metrics,
+            feedback=FeedbackService(records.feedback, records.runs, instruments.metrics), _stack=stack.pop_all(),
         )
-    except BaseException:
-        # A bad setting found late (a log backend, a rules file, a projection bound) must not leak what was opened.
-        for close in reversed(closers):
-            with contextlib.suppress(Exception):
-                await close()
-        raise

@@ -12,7 +12,6 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -34,6 +33,7 @@ from core.ports import (
     TimelineStore,
 )
 from core.release.fallback import failure_fallback
+from core.service.collaborators import Instruments, RunPolicy, RunStores, Steps
 from core.service.run_context import CancelScope, RunContext
 from core.service.sessions import SessionGate
 
@@ -48,15 +48,6 @@ CHAT_HELP = (
     "and where I got stuck. Reply \"stop\" in the thread to cancel a running diagnosis."
 )
 
-
-
-@dataclass(frozen=True)
-class RunVersions:
-    """The versions every run records so it can be explained and replayed."""
-
-    prompt_hashes: dict[str, str] = field(default_factory=dict)
-    rule_set_version: str = ""
-    models: dict[str, str] = field(default_factory=dict)
 
 
 class RunCancelled(Exception):
@@ -85,35 +76,23 @@ class ChatService:
     """Implements ChatServicePort over the router, agent, release and knowledge path."""
 
     def __init__(
-        self,
-        *,
-        router: IntentRouting,
-        agent: DiagnosisAgentPort,
-        release: ReleasePort,
-        knowledge: KnowledgePort,
-        runs: RunStore,
-        timeline_store: TimelineStore,
-        timeline_factory: Callable[[str], Timeline],
-        kv: KeyValueStore,
-        versions: RunVersions,
-        budgets: Budgets | None = None,
-        gate: SessionGate | None = None,
-        metrics: Metrics | None = None,
-        redactor: Redactor | None = None,
+        self, steps: Steps, stores: RunStores, policy: RunPolicy, *, gate: SessionGate | None = None,
+        instruments: Instruments | None = None,
     ) -> None:
-        self._redactor = redactor or Redactor()
-        self._router = router
-        self._agent = agent
-        self._release = release
-        self._knowledge = knowledge
-        self._runs = runs
-        self._timeline_store = timeline_store
-        self._timeline_factory = timeline_factory
-        self._kv = kv
-        self._versions = versions
-        self._budgets = budgets or Budgets()
-        self._gate = gate or SessionGate(kv, run_deadline_s=self._budgets.deadline_s)
-        self._metrics = metrics or Metrics()
+        instruments = instruments or Instruments()
+        self._router: IntentRouting = steps.router
+        self._agent: DiagnosisAgentPort = steps.agent
+        self._release: ReleasePort = steps.release
+        self._knowledge: KnowledgePort = steps.knowledge
+        self._runs: RunStore = stores.runs
+        self._timeline_store: TimelineStore = stores.timeline_store
+        self._timeline_factory: Callable[[str], Timeline] = stores.timeline_factory
+        self._kv: KeyValueStore = stores.kv
+        self._versions = policy.versions
+        self._budgets: Budgets = policy.budgets
+        self._gate = gate or SessionGate(stores.kv, run_deadline_s=self._budgets.deadline_s)
+        self._metrics: Metrics = instruments.metrics
+        self._redactor: Redactor = instruments.redactor
 
     # ---- ChatServicePort ---------------------------------------------------------------------
 

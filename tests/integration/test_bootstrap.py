@@ -56,3 +56,24 @@ async def test_a_bad_setting_found_late_fails_clearly_and_closes_what_was_opened
     with pytest.raises(ValueError, match="exactly one log backend"):
         await build_services(settings)
     assert len(disposed) == 1
+
+
+async def test_aclose_closes_each_resource_once_and_survives_a_failing_closer(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aclose() disposes the database once however often it is called, and a closer that fails is only logged."""
+    from core.stores.sql.db import Database
+
+    disposed: list[str] = []
+    real_dispose = Database.dispose
+
+    async def dispose(self: Database) -> None:
+        disposed.append(self.url)
+        await real_dispose(self)
+        raise RuntimeError("already gone")
+
+    monkeypatch.setattr(Database, "dispose", dispose)
+    services = await build_services(Settings(database_url=f"sqlite:///{tmp_path}/d.db"))
+    await services.aclose()
+    await services.aclose()
+    assert len(disposed) == 1

@@ -25,7 +25,8 @@ from core.contracts.release import (
     ReleaseOutcome,
 )
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, SessionKey, StopReason, TimelineEvent, Turn
-from core.service.chat_service import CHAT_HELP, ChatService, RunVersions
+from core.service.chat_service import CHAT_HELP, ChatService
+from core.service.collaborators import RunPolicy, RunStores, RunVersions, Steps
 from core.service.run_context import RunContext
 from core.service.sessions import SessionGate, cancel_key
 
@@ -216,10 +217,10 @@ def make_rig(*, router: Router | None = None, agent: Agent | None = None, releas
     release = release or Release()
     budgets = budgets or Budgets()
     service = ChatService(
-        router=router or Router(), agent=agent, release=release, knowledge=knowledge or Knowledge(True), runs=runs,
-        timeline_store=timeline, timeline_factory=lambda run_id: RunTimelineDouble(run_id, timeline), kv=kv,
-        versions=RunVersions(prompt_hashes={"agent": "abc"}, rule_set_version="r1", models={"agent": "m"}),
-        budgets=budgets, gate=SessionGate(kv, run_deadline_s=budgets.deadline_s, lock_poll_s=0.005, cancel_poll_s=0.01),
+        Steps(router or Router(), agent, release, knowledge or Knowledge(True)),
+        RunStores(runs, timeline, lambda run_id: RunTimelineDouble(run_id, timeline), kv),
+        RunPolicy(RunVersions(prompt_hashes={"agent": "abc"}, rule_set_version="r1", models={"agent": "m"}), budgets),
+        gate=SessionGate(kv, run_deadline_s=budgets.deadline_s, lock_poll_s=0.005, cancel_poll_s=0.01),
     )
     return Rig(service, agent, release, runs, kv, timeline)
 
