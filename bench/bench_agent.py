@@ -25,6 +25,7 @@ from core.service.run_context import RunContext
 from core.settings import PROMPTS_DIR
 from core.steps.agent import DiagnosisAgent
 from core.steps.judge import build_judge_input
+from core.steps.schemas import diagnosis_tools
 from testkit.models import ModelRequest, ScriptedChatModel
 from testkit.openai_server import FakeOpenAIServer
 
@@ -101,9 +102,11 @@ def ctx(budgets: Budgets | None = None) -> RunContext:
 
 async def loop_in_process(prompts: PromptLibrary, runs: int) -> float:
     """Mean microseconds per agent step with the in-process scripted model."""
+    tools = diagnosis_tools()  # built once, as bootstrap does
     started = time.perf_counter()
     for _ in range(runs):
-        agent = DiagnosisAgent(ScriptedChatModel(scripted_steps()), "m", CannedBoundary(), prompts, NullAudit())
+        agent = DiagnosisAgent(ScriptedChatModel(scripted_steps()), "m", CannedBoundary(), prompts, NullAudit(),
+                               tools=tools)
         result = await agent.run(ctx(), None)
         assert result.stop_reason == "submitted"
     return (time.perf_counter() - started) / (runs * STEPS) * 1e6
@@ -113,11 +116,12 @@ async def loop_over_http(prompts: PromptLibrary, runs: int) -> float:
     """Mean microseconds per agent step through the openai SDK and the local server."""
     async with FakeOpenAIServer() as server:
         model = OpenAIChatModel(server.base_url, "k", max_retries=0)
+        tools = diagnosis_tools()
         try:
             started = time.perf_counter()
             for _ in range(runs):
                 server.push(*http_steps())
-                result = await DiagnosisAgent(model, "m", CannedBoundary(), prompts, NullAudit()).run(ctx(), None)
+                result = await DiagnosisAgent(model, "m", CannedBoundary(), prompts, NullAudit(), tools=tools).run(ctx(), None)
                 assert result.stop_reason == "submitted"
             return (time.perf_counter() - started) / (runs * STEPS) * 1e6
         finally:

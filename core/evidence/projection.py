@@ -11,6 +11,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel
@@ -207,7 +208,9 @@ def _items(tool_name: ToolName, raw: RawResult, limit: int, limits: _Limits, cut
     return [_sql_row(row, secret_columns, limits, cut) for row in raw.rows[:limit]]
 
 
-_ITEMS_FIELD = {ToolName.LOOKUP_KNOWLEDGE: "evidence_blocks", ToolName.QUERY_LOGS: "logs", ToolName.QUERY_MYSQL: "rows"}
+_ITEMS_FIELD = MappingProxyType(
+    {ToolName.LOOKUP_KNOWLEDGE: "evidence_blocks", ToolName.QUERY_LOGS: "logs", ToolName.QUERY_MYSQL: "rows"}
+)
 
 
 def _item_size(item: Any) -> int:

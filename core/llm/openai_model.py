@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,9 +22,10 @@ log = logging.getLogger(__name__)
 
 _RETRYABLE_STATUS = frozenset({408, 409, 429})
 _LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-_remote_refused = False
+# Context-local, not process-wide: set in a test session's context, it holds for the tasks started from it.
+_remote_refused: ContextVar[bool] = ContextVar("diagbot_remote_models_refused", default=False)
 _COMPLETIONS_PATH = "/chat/completions"
-_JSON_HEADERS = {"Content-Type": "application/json"}
+_JSON_HEADERS = MappingProxyType({"Content-Type": "application/json"})
 
 
 class RemoteModelRefused(ModelUnavailable):
@@ -31,8 +34,7 @@ class RemoteModelRefused(ModelUnavailable):
 
 def refuse_remote_models(refused: bool = True) -> None:
     """Refuse (or allow again) requests to any endpoint that is not on loopback, like pydantic-ai's ALLOW_MODEL_REQUESTS."""
-    global _remote_refused
-    _remote_refused = refused
+    _remote_refused.set(refused)
 
 
 def default_http_client() -> Any:
@@ -91,7 +93,7 @@ class OpenAIChatModel:
         timeout_s: float = 60.0,
     ) -> ModelReply:
         """One completion; retried at most max_retries times, then ModelUnavailable."""
-        if _remote_refused and not self._loopback:
+        if _remote_refused.get() and not self._loopback:
             raise RemoteModelRefused("remote model requests are refused here; point the model at the local fake server")
         attempt = 0
         while True:

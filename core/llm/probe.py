@@ -20,15 +20,18 @@ from openai import AsyncOpenAI
 from core.health.result import CheckResult, Level
 from core.llm.wire import parse_json_object
 
-ECHO_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "echo",
-        "description": "Echo a token back.",
-        "parameters": {"type": "object", "properties": {"token": {"type": "string"}}, "required": ["token"],
-                       "additionalProperties": False},
-    },
-}
+
+def echo_tool() -> dict[str, Any]:
+    """The probe's one function schema, fresh for each request (the SDK may keep what it is given)."""
+    return {
+        "type": "function",
+        "function": {
+            "name": "echo",
+            "description": "Echo a token back.",
+            "parameters": {"type": "object", "properties": {"token": {"type": "string"}}, "required": ["token"],
+                           "additionalProperties": False},
+        },
+    }
 
 
 def capability(name: str, *, ok: bool, detail: str, fix: str = "") -> CheckResult:
@@ -83,10 +86,10 @@ class ModelProbe:
     async def tool_calls(self) -> CheckResult:
         """The agent's steps: `tools` accepted and `tool_calls` returned (with or without tool_choice)."""
         ask = [{"role": "user", "content": f"Call the echo function with token {self.token}."}]
-        reply = await self._chat(ask, tools=[ECHO_TOOL])
+        reply = await self._chat(ask, tools=[echo_tool()])
         if reply.choices[0].message.tool_calls:
             return capability("tool_calls", ok=True, detail="returns tool_calls")
-        forced = await self._chat(ask, tools=[ECHO_TOOL], tool_choice="required")
+        forced = await self._chat(ask, tools=[echo_tool()], tool_choice="required")
         if forced.choices[0].message.tool_calls:
             return capability("tool_calls", ok=False, detail="returns tool_calls only when tool_choice is sent",
                                fix="set DIAG_MODEL_TOOL_CHOICE=required")
@@ -105,7 +108,7 @@ class ModelProbe:
             {"role": "tool", "tool_call_id": "call_probe", "content": json.dumps({"word": secret_word})},
             {"role": "user", "content": "What word did echo return? Answer with the word only."},
         ]
-        reply = await self._chat(messages, tools=[ECHO_TOOL])
+        reply = await self._chat(messages, tools=[echo_tool()])
         text = json.dumps(reply.choices[0].message.model_dump(mode="json"))
         if secret_word in text:
             return capability("tool_results", ok=True, detail="sees the result of a tool call")
@@ -121,7 +124,7 @@ class ModelProbe:
             {"role": "tool", "tool_call_id": "call_null", "content": "{}"},
         ]
         try:
-            await self._chat(messages, tools=[ECHO_TOOL])
+            await self._chat(messages, tools=[echo_tool()])
         except openai.APIStatusError as exc:
             return capability("null_content", ok=False, detail=f"HTTP {exc.status_code} on content: null",
                                fix='none needed: the bot adapts and sends content: "" to this endpoint')

@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from pathlib import Path
+from types import MappingProxyType
 
-PROMPT_TITLES: dict[str, str] = {
+PROMPT_TITLES: Mapping[str, str] = MappingProxyType({
     "diagnosis_agent": "# Diagnosis Agent",
     "semantic_guard": "# Semantic Guard",
     "evidence_repair": "# Evidence Repair",
     "intent_router": "# Intent Router",
     "knowledge_answer": "# Knowledge Answer",
-}
+})
 
 
 class PromptError(Exception):

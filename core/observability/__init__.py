@@ -2,4 +2,4 @@
 
 from core.observability.metrics import Metrics
 
-__all__ = ["Metrics"]
+__all__ = ("Metrics",)

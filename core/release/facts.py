@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
@@ -23,7 +24,7 @@ ROWS_SHOWN = 5
 COLUMNS_SHOWN = 8
 CELL_MAX = 40
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.-]{2,}")
-_LEVEL_WEIGHT = {"FATAL": 4, "CRITICAL": 4, "ERROR": 3, "WARN": 2, "WARNING": 2}
+_LEVEL_WEIGHT = MappingProxyType({"FATAL": 4, "CRITICAL": 4, "ERROR": 3, "WARN": 2, "WARNING": 2})
 # Columns whose high values mean pressure (a saturated pool, a backlog) and those whose high values mean room.
 _PRESSURE = re.compile(r"active|used|busy|wait|pending|queue|error|fail|lag|latency|duration|retr|timeout|reject|count")
 _ROOM = re.compile(r"idle|free|avail|spare|remaining|success")

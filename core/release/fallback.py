@@ -6,6 +6,7 @@ Nothing here reads the draft: a fallback must never repeat prose the guards did 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
 from core.contracts.release import FailureCause, FallbackMessage, FallbackStage
@@ -13,21 +14,21 @@ from core.evidence.subjects import shorten, sql_words, window_text
 from core.release.facts import FACT_MAX, error_reason, observed_facts
 from core.release.wording import EVIDENCE_STEP, FAILURE_STAGE, FAILURE_STEP, REVIEW_UNAVAILABLE_STEP
 
-__all__ = ["FACT_MAX", "STAGE_TEXT", "build_fallback", "failure_fallback", "failure_stage", "next_steps_for",
-           "observed_facts"]
+__all__ = ("FACT_MAX", "STAGE_TEXT", "build_fallback", "failure_fallback", "failure_stage", "next_steps_for",
+           "observed_facts")
 
 STEPS_MAX = 6
 _NO_STEP_CODES = frozenset({"BUDGET_EXHAUSTED", "CANCELLED"})
 REASON_MAX = 600
 
-STAGE_TEXT: dict[FallbackStage, str] = {
+STAGE_TEXT: Mapping[FallbackStage, str] = MappingProxyType({
     FallbackStage.EVIDENCE_CHECK: "the evidence check: the draft's citations do not match this run's tool calls",
     FallbackStage.EVIDENCE_STORE: "the evidence check: this run's tool results could not be read",
     FallbackStage.REVIEW_UNSUPPORTED: "the independent review: the evidence does not support the draft",
     FallbackStage.REVIEW_UNAVAILABLE: "the independent review could not be completed",
     FallbackStage.NO_DRAFT: "the diagnosis could not be finished",
     FallbackStage.KNOWLEDGE_UNVERIFIED: "no verified answer from the runbooks",
-}
+})
 
 
 def failure_stage(cause: FailureCause) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from core.contracts.draft import DiagnosisDraft
@@ -43,7 +44,7 @@ from core.service.run_context import RunContext
 logger = logging.getLogger(__name__)
 
 REASON_MAX = 300
-_CHECKS = {EventType.EVIDENCE_GUARD_INITIAL: "initial", EventType.EVIDENCE_GUARD_RECHECK: "recheck"}
+_CHECKS = MappingProxyType({EventType.EVIDENCE_GUARD_INITIAL: "initial", EventType.EVIDENCE_GUARD_RECHECK: "recheck"})
 POST_MARGIN_S = 2.0
 MIN_REVIEW_S = 3.0
 REVIEW_UNAVAILABLE_REASON = ("The review model could not be reached or gave no usable answer, "

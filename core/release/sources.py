@@ -8,8 +8,8 @@ from typing import Any
 from core.contracts.evidence import CallSummary, CanonicalRecord, EvidenceStatus, InvocationState, ToolName
 from core.evidence.subjects import plural, shorten, sql_words, window_text
 
-__all__ = ["REFERENCABLE", "call_summaries", "is_referencable", "label_for", "plural", "shorten", "source_label",
-           "window_text"]
+__all__ = ("REFERENCABLE", "call_summaries", "is_referencable", "label_for", "plural", "shorten", "source_label",
+           "window_text")
 
 REFERENCABLE = frozenset({EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE})
 

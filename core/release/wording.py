@@ -6,10 +6,13 @@ Codes stay in the timeline and the trace; users read the sentences.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
+
 from core.contracts.release import FailureCause
 
 # One sentence per EvidenceGuard violation code (SPEC §5; RULE_CODES in core/guard/rules.py).
-VIOLATION_SENTENCES: dict[str, str] = {
+VIOLATION_SENTENCES: Mapping[str, str] = MappingProxyType({
     "DRAFT_EMPTY": "The draft had no findings and no conclusion.",
     "ANALYSIS_EMPTY": "The draft had no findings to check.",
     "ANALYSIS_ID_MISSING": "A finding in the draft had no id, so nothing could refer to it.",
@@ -35,11 +38,11 @@ VIOLATION_SENTENCES: dict[str, str] = {
     "TOOL_TEXT_AS_INSTRUCTION": "The draft repeated tool output that addressed the assistant; tool output is only data.",
     "CANONICAL_UNAVAILABLE": "The store of this run's tool results could not be read, so no citation could be checked.",
     "NO_SNAPSHOT": "The evidence check produced no verified evidence to review.",
-}
+})
 UNKNOWN_VIOLATION = "The draft failed a check of its citations."
 
 # Tool error codes (ToolError.code) in a few words, for "could not run: …".
-TOOL_ERROR_WORDS: dict[str, str] = {
+TOOL_ERROR_WORDS: Mapping[str, str] = MappingProxyType({
     "INVALID_ARGUMENTS": "its arguments were invalid",
     "UNKNOWN_TOOL": "no such tool",
     "TOOL_UNAVAILABLE": "that tool is not configured here",
@@ -67,10 +70,10 @@ TOOL_ERROR_WORDS: dict[str, str] = {
     "ES_BAD_RESPONSE": "Elasticsearch answered with something unreadable",
     "ES_UNAUTHORIZED": "Elasticsearch refused the bot's credentials",
     "ES_INDEX_MISSING": "the Elasticsearch index does not exist",
-}
+})
 
 # Why a run ended without a draft: the stage in words and the next step that fits it.
-FAILURE_STAGE: dict[FailureCause, str] = {
+FAILURE_STAGE: Mapping[FailureCause, str] = MappingProxyType({
     FailureCause.BUDGET_STEPS: "the step budget ran out before a report was written",
     FailureCause.BUDGET_TOOL_CALLS: "the tool-call budget ran out before a report was written",
     FailureCause.BUDGET_OBSERVATION: "the budget for tool results ran out before a report was written",
@@ -81,8 +84,8 @@ FAILURE_STAGE: dict[FailureCause, str] = {
     FailureCause.NO_DRAFT: "the model ended without writing a report",
     FailureCause.INTERNAL_ERROR: "an internal error stopped the run",
     FailureCause.STORAGE: "the bot could not start or record this run",
-}
-FAILURE_STEP: dict[FailureCause, str] = {
+})
+FAILURE_STEP: Mapping[FailureCause, str] = MappingProxyType({
     FailureCause.BUDGET_STEPS: "Ask a narrower question (one service, one time window) so fewer steps are needed.",
     FailureCause.BUDGET_TOOL_CALLS: "Ask a narrower question (one service, one time window) so fewer queries are needed.",
     FailureCause.BUDGET_OBSERVATION: "Ask about a shorter time window or one service, so the results are smaller.",
@@ -96,7 +99,7 @@ FAILURE_STEP: dict[FailureCause, str] = {
     FailureCause.NO_DRAFT: "Ask again naming the service and the time window.",
     FailureCause.INTERNAL_ERROR: "Ask again in a moment; an operator can find the error in the bot's logs.",
     FailureCause.STORAGE: "Ask again in a minute; if it persists, check the bot's Redis and database.",
-}
+})
 REVIEW_UNAVAILABLE_STEP = (
     "Check that the review model's endpoint is reachable (the bot's logs name the error), then ask again."
 )

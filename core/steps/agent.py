@@ -25,10 +25,10 @@ from core.service.run_context import RunContext
 from core.steps.schemas import SUBMIT_DIAGNOSIS, diagnosis_tools
 from core.tools.args import normalised_arguments
 
-__all__ = [
+__all__ = (
     "DEADLINE_SLACK_S", "AgentResult", "DiagnosisAgent", "LoopStopped", "ToolInvoker", "ascii_json_size",
     "budget_stop_reason", "normalised_arguments", "race", "render_previous_report", "validation_summary",
-]
+)
 
 TOOL_NAMES = frozenset(t.value for t in ToolName)
 PREVIOUS_REPORT_LABEL = "Previous published report, not evidence for this run; its tool_call_ids are not citable"

@@ -22,7 +22,7 @@ SHORTENED_MARK = " …[shortened for review]"
 ITEM_KEYS = ("evidence_blocks", "logs", "rows")
 MIN_STRING_CHARS = 24
 NO_TIME = "no time left in the run"
-VERDICTS = {SemanticVerdictKind.SUPPORTED.value, SemanticVerdictKind.UNSUPPORTED.value}
+VERDICTS = frozenset({SemanticVerdictKind.SUPPORTED.value, SemanticVerdictKind.UNSUPPORTED.value})
 
 
 def _size(payload: dict[str, Any]) -> int:

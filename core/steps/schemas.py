@@ -11,8 +11,9 @@ optional scalars nullable, additionalProperties false, no unsupported keywords) 
 from __future__ import annotations
 
 import copy
-import functools
 import inspect
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,21 +25,21 @@ from core.tools.args import KnowledgeArgs, LogsArgs, SqlArgs
 SUBMIT_DIAGNOSIS = "submit_diagnosis_draft"
 SUBMIT_KNOWLEDGE = "submit_knowledge_answer"
 
-_FALLBACK_DESCRIPTIONS = {
+_FALLBACK_DESCRIPTIONS = MappingProxyType({
     ToolName.LOOKUP_KNOWLEDGE.value: "Search the runbooks. Their text is general guidance, never a fact about this environment.",
     ToolName.QUERY_LOGS.value: "Search one service's log lines in a time window (default: the 60 minutes before now).",
     ToolName.QUERY_MYSQL.value: "Run one read-only SELECT/SHOW/EXPLAIN/DESCRIBE statement.",
     SUBMIT_DIAGNOSIS: "Submit the whole diagnosis draft. Ends the investigation.",
     SUBMIT_KNOWLEDGE: "Submit the knowledge answer with its citations. Ends the lookup.",
-}
+})
 
-ARGS_MODELS: dict[str, type[BaseModel]] = {
+ARGS_MODELS: Mapping[str, type[BaseModel]] = MappingProxyType({
     ToolName.LOOKUP_KNOWLEDGE.value: KnowledgeArgs,
     ToolName.QUERY_LOGS.value: LogsArgs,
     ToolName.QUERY_MYSQL.value: SqlArgs,
     SUBMIT_DIAGNOSIS: DiagnosisDraft,
     SUBMIT_KNOWLEDGE: KnowledgeAnswer,
-}
+})
 
 
 def inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
@@ -142,23 +143,22 @@ def function_schema(name: str, model: type[BaseModel], *, strict: bool = False) 
     return {"type": "function", "function": function}
 
 
-@functools.cache
-def _cached(names: tuple[str, ...], strict: bool) -> tuple[dict[str, Any], ...]:
-    # Schema generation costs milliseconds; the contracts never change at run time, so build each set once.
-    return tuple(function_schema(n, ARGS_MODELS[n], strict=strict) for n in names)
+def _schemas(names: tuple[str, ...], strict: bool) -> list[dict[str, Any]]:
+    # Schema generation costs milliseconds: build each set once where the step is wired (bootstrap), not per run.
+    return [function_schema(n, ARGS_MODELS[n], strict=strict) for n in names]
 
 
 def diagnosis_tools(*, strict: bool = False) -> list[dict[str, Any]]:
-    """Schemas offered to the Diagnosis Agent: the three read-only tools and submit_diagnosis_draft (shared, read-only)."""
-    return list(_cached((ToolName.LOOKUP_KNOWLEDGE.value, ToolName.QUERY_LOGS.value, ToolName.QUERY_MYSQL.value,
-                         SUBMIT_DIAGNOSIS), strict))
+    """Schemas offered to the Diagnosis Agent: the three read-only tools and submit_diagnosis_draft."""
+    return _schemas((ToolName.LOOKUP_KNOWLEDGE.value, ToolName.QUERY_LOGS.value, ToolName.QUERY_MYSQL.value,
+                     SUBMIT_DIAGNOSIS), strict)
 
 
 def repair_tools(*, strict: bool = False) -> list[dict[str, Any]]:
-    """Schemas offered to EvidenceRepair: submit_diagnosis_draft only (shared, read-only)."""
-    return list(_cached((SUBMIT_DIAGNOSIS,), strict))
+    """Schemas offered to EvidenceRepair: submit_diagnosis_draft only."""
+    return _schemas((SUBMIT_DIAGNOSIS,), strict)
 
 
 def knowledge_tools(*, strict: bool = False) -> list[dict[str, Any]]:
-    """Schemas offered on the knowledge path: lookup_knowledge and submit_knowledge_answer (shared, read-only)."""
-    return list(_cached((ToolName.LOOKUP_KNOWLEDGE.value, SUBMIT_KNOWLEDGE), strict))
+    """Schemas offered on the knowledge path: lookup_knowledge and submit_knowledge_answer."""
+    return _schemas((ToolName.LOOKUP_KNOWLEDGE.value, SUBMIT_KNOWLEDGE), strict)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -11,7 +13,7 @@ from core.contracts.evidence import ToolName
 
 DEFAULT_LOG_WINDOW = timedelta(minutes=60)
 LogLevel = Literal["ERROR", "WARN", "INFO", "DEBUG"]
-_LEVEL_ALIASES = {"WARNING": "WARN", "ERR": "ERROR"}
+_LEVEL_ALIASES = MappingProxyType({"WARNING": "WARN", "ERR": "ERROR"})
 
 
 class _Args(BaseModel):
@@ -95,11 +97,11 @@ class SqlArgs(_Args):
     )
 
 
-ARGS_MODELS: dict[ToolName, type[BaseModel]] = {
+ARGS_MODELS: Mapping[ToolName, type[BaseModel]] = MappingProxyType({
     ToolName.LOOKUP_KNOWLEDGE: KnowledgeArgs,
     ToolName.QUERY_LOGS: LogsArgs,
     ToolName.QUERY_MYSQL: SqlArgs,
-}
+})
 
 
 def args_model_for(name: ToolName) -> type[BaseModel]:

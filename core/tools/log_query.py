@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 from core.errors import ToolFailure
@@ -12,7 +13,7 @@ from core.errors import ToolFailure
 _TERM = re.compile(r'"([^"]*)"|(\S+)')
 # JSON encoders may escape these (or non-ASCII) characters, so such terms cannot be searched in raw bytes.
 _UNSAFE_RAW = frozenset('"\\/')
-_LEVEL_ALIASES = {"WARNING": "WARN", "ERR": "ERROR", "FATAL": "ERROR", "CRITICAL": "ERROR", "TRACE": "DEBUG"}
+_LEVEL_ALIASES = MappingProxyType({"WARNING": "WARN", "ERR": "ERROR", "FATAL": "ERROR", "CRITICAL": "ERROR", "TRACE": "DEBUG"})
 REQUIRED_FIELDS = ("timestamp", "service", "level", "message")
 
 

@@ -31,6 +31,7 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import aiohttp
@@ -55,12 +56,12 @@ _MESSAGE_KEYS = ("message", "msg")
 _JSON_LEVEL_KEYS = ("level", "severity", "lvl")
 _CORE_KEYS = frozenset({"timestamp", "service", "level", "message"})
 # Spellings of each level in the wild; the level label matches any of them, ignoring case.
-LEVEL_SPELLINGS: dict[str, tuple[str, ...]] = {
+LEVEL_SPELLINGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "ERROR": ("error", "err", "fatal", "critical", "crit"),
     "WARN": ("warn", "warning"),
     "INFO": ("info", "information", "notice"),
     "DEBUG": ("debug", "trace"),
-}
+})
 
 
 # ---- LogQL building ---------------------------------------------------------------------------

@@ -10,8 +10,9 @@ import importlib
 import logging
 import sys
 import threading
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from sqlalchemy.engine import URL
@@ -26,12 +27,12 @@ from core.tools.sql_privileges import mysql_problems, postgres_problems, refusal
 from core.tools.sql_server import classify_url
 from core.tools.sql_sqlite import run_sqlite
 
-__all__ = ["SqlTool", "classify_url"]
+__all__ = ("SqlTool", "classify_url")
 logger = logging.getLogger(__name__)
 _GRACE_S = 0.5  # the server should stop at the timeout; this is the guard for one that does not
 
 
-_DRIVERS: dict[Backend, str] = {"postgres": "core.tools.sql_postgres", "mysql": "core.tools.sql_mysql"}
+_DRIVERS: Mapping[Backend, str] = MappingProxyType({"postgres": "core.tools.sql_postgres", "mysql": "core.tools.sql_mysql"})
 
 
 async def _driver(module: str) -> Any:

@@ -9,6 +9,8 @@ by name per backend.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Literal
 
 from sqlglot import exp
@@ -96,7 +98,7 @@ _COMMON_ANONYMOUS = frozenset({
     "TO_SECONDS", "MONTHNAME", "DAYNAME", "WEEKOFYEAR", "UTC_TIME", "CURTIME", "CURDATE", "TRUNCATE", "MOD",
     "JSON_OBJECT", "JSON_VALUE",
 })
-ANONYMOUS_BY_BACKEND: dict[Backend, frozenset[str]] = {
+ANONYMOUS_BY_BACKEND: Mapping[Backend, frozenset[str]] = MappingProxyType({
     "mysql": _COMMON_ANONYMOUS,
     "postgres": _COMMON_ANONYMOUS | frozenset({
         "TO_CHAR", "TO_DATE", "TO_TIMESTAMP", "DATE_PART", "AGE", "JUSTIFY_HOURS", "JUSTIFY_DAYS", "STRING_AGG",
@@ -111,7 +113,7 @@ ANONYMOUS_BY_BACKEND: dict[Backend, frozenset[str]] = {
         "TOTAL", "IFNULL", "JSON_EXTRACT", "JSON_TYPE", "JSON_ARRAY_LENGTH", "JSON_GROUP_ARRAY", "JSON_GROUP_OBJECT",
         "JSON_QUOTE", "LIKELY", "UNLIKELY", "NULLIF", "UNICODE", "CHAR", "GLOB",
     }),
-}
+})
 
 # ---- types a CAST may name ---------------------------------------------------------------------------------------
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from types import MappingProxyType
 from typing import cast
 
 import sqlglot
@@ -33,7 +35,7 @@ from core.tools.sql_catalogs import refused_schema, refused_table
 from core.tools.sql_rewrite import cap_rows, cut_projections, rewrite_dates, rewrite_now
 from core.tools.sql_show import SHOW_KINDS, describe_table, name_of, needs_table, render_show, show_kind
 
-__all__ = ["Backend", "PreparedQuery", "check", "prepare", "refuse"]
+__all__ = ("Backend", "PreparedQuery", "check", "prepare", "refuse")
 
 # sqlglot logs parser fallbacks with the statement text at WARNING; user SQL must not reach the logs.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -43,18 +45,20 @@ _PLAIN_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # Bare words PostgreSQL (and MySQL for some) evaluate as session functions although they parse as column names.
 _SESSION_WORDS = frozenset({"current_user", "session_user", "current_role", "current_catalog", "current_schema",
                             "system_user"})
-_SESSION_KEYWORDS: dict[Backend, frozenset[str]] = {
+_SESSION_KEYWORDS: Mapping[Backend, frozenset[str]] = MappingProxyType({
     "mysql": _SESSION_WORDS, "sqlite": _SESSION_WORDS, "postgres": _SESSION_WORDS | {"user"},
-}
+})
 _ROOTS = frozenset({exp.Select, exp.Union, exp.Intersect, exp.Except, exp.Show, exp.Describe})
 _INTO_FILE = re.compile(r"\binto\s+(out|dump)file\b", re.IGNORECASE)
-_EXPLAIN_PREFIX: dict[Backend, str] = {"sqlite": "EXPLAIN QUERY PLAN", "postgres": "EXPLAIN", "mysql": "EXPLAIN"}
-_DESCRIBED = {
+_EXPLAIN_PREFIX: Mapping[Backend, str] = MappingProxyType(
+    {"sqlite": "EXPLAIN QUERY PLAN", "postgres": "EXPLAIN", "mysql": "EXPLAIN"}
+)
+_DESCRIBED = MappingProxyType({
     exp.Insert: "INSERT", exp.Update: "UPDATE", exp.Delete: "DELETE", exp.Into: "SELECT ... INTO",
     exp.Lock: "locking reads (FOR UPDATE / LOCK IN SHARE MODE)", exp.Parameter: "user variables (@var)",
     exp.SessionParameter: "server variables (@@var)", exp.PropertyEQ: "assignments (:=)",
     exp.Placeholder: "placeholders", exp.Command: "this statement",
-}
+})
 
 
 @dataclass(frozen=True)

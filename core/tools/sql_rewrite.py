@@ -8,7 +8,9 @@ Every rewrite builds from allowed nodes only, so the rendered statement stays in
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
+from types import MappingProxyType
 from typing import cast
 
 import sqlglot
@@ -17,14 +19,16 @@ from sqlglot import exp
 from core.tools.sql_allow import Backend
 
 NOW_FUNCTIONS = frozenset({"NOW", "SYSDATE", "LOCALTIME", "LOCALTIMESTAMP", "UTC_TIMESTAMP", "CURRENT_TIMESTAMP"})
-_UNITS = {"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400, "WEEK": 7 * 86400}
-_SQLITE_UNITS = {"SECOND": "seconds", "MINUTE": "minutes", "HOUR": "hours", "DAY": "days", "MONTH": "months", "YEAR": "years"}
+_UNITS = MappingProxyType({"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400, "WEEK": 7 * 86400})
+_SQLITE_UNITS = MappingProxyType(
+    {"SECOND": "seconds", "MINUTE": "minutes", "HOUR": "hours", "DAY": "days", "MONTH": "months", "YEAR": "years"}
+)
 # MySQL date-part functions: (strftime format on SQLite, EXTRACT field on PostgreSQL, offset added to the result).
-_DATE_PARTS: dict[type[exp.Expression], tuple[str, str, int]] = {
+_DATE_PARTS: Mapping[type[exp.Expression], tuple[str, str, int]] = MappingProxyType({
     exp.Year: ("%Y", "YEAR", 0), exp.Month: ("%m", "MONTH", 0), exp.Day: ("%d", "DAY", 0),
     exp.DayOfMonth: ("%d", "DAY", 0), exp.Hour: ("%H", "HOUR", 0), exp.Minute: ("%M", "MINUTE", 0),
     exp.Second: ("%S", "SECOND", 0), exp.DayOfWeek: ("%w", "DOW", 1), exp.DayOfYear: ("%j", "DOY", 0),
-}
+})
 _PREDICATES: tuple[type[exp.Expression], ...] = (
     exp.EQ, exp.NEQ, exp.NullSafeEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.And, exp.Or, exp.Not, exp.Is, exp.In,
     exp.Between, exp.Like, exp.ILike, exp.Exists, exp.Boolean, exp.RegexpLike,

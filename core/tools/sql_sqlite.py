@@ -8,6 +8,7 @@ import sqlite3
 import threading
 import time
 from pathlib import Path
+from types import MappingProxyType
 from urllib.parse import quote
 
 from sqlalchemy.engine import URL
@@ -19,7 +20,7 @@ from core.tools.sql_policy import PreparedQuery
 PROGRESS_STEPS = 100
 SQL_MAX_LENGTH = 100_000
 TIMEOUT_MESSAGE = "The query was stopped by the statement timeout; narrow it (WHERE, LIMIT)."
-_LIMITS = {
+_LIMITS = MappingProxyType({
     sqlite3.SQLITE_LIMIT_SQL_LENGTH: SQL_MAX_LENGTH,
     sqlite3.SQLITE_LIMIT_COLUMN: 1000,
     sqlite3.SQLITE_LIMIT_EXPR_DEPTH: 200,
@@ -27,7 +28,7 @@ _LIMITS = {
     sqlite3.SQLITE_LIMIT_FUNCTION_ARG: 50,
     sqlite3.SQLITE_LIMIT_ATTACHED: 0,
     sqlite3.SQLITE_LIMIT_LIKE_PATTERN_LENGTH: 1000,
-}
+})
 
 
 def _open(url: URL) -> sqlite3.Connection:

@@ -8,12 +8,13 @@ Anything else that does not compile in Python makes the caller skip that rule (a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
-_POSIX = {
+_POSIX = MappingProxyType({
     "alnum": "a-zA-Z0-9", "alpha": "a-zA-Z", "digit": "0-9", "lower": "a-z", "upper": "A-Z", "space": r"\s",
     "xdigit": "0-9A-Fa-f", "word": r"\w", "punct": r"!-/:-@\[-`{-~", "blank": r" \t", "cntrl": r"\x00-\x1f\x7f",
     "print": r"\x20-\x7e", "graph": r"\x21-\x7e",
-}
+})
 # Inside a Python character class these pairs warn ("possible set operation") and may change meaning later.
 _SET_OPERATORS = ("--", "&&", "~~", "||")
 

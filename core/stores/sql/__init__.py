@@ -5,4 +5,4 @@ from core.stores.sql.db import Database, normalize_url
 from core.stores.sql.runs import SqlRunStore
 from core.stores.sql.timeline import SqlTimelineStore
 
-__all__ = ["Database", "SqlAuditStore", "SqlRunStore", "SqlTimelineStore", "normalize_url"]
+__all__ = ("Database", "SqlAuditStore", "SqlRunStore", "SqlTimelineStore", "normalize_url")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
 import sqlalchemy as sa
@@ -12,14 +13,16 @@ from sqlalchemy.dialects import mysql
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
-_ASYNC_DRIVERS = {
+_ASYNC_DRIVERS = MappingProxyType({
     "sqlite": "sqlite+aiosqlite",
     "mysql": "mysql+aiomysql",
     "mariadb": "mysql+aiomysql",
     "postgresql": "postgresql+asyncpg",
     "postgres": "postgresql+asyncpg",
-}
-_SYNC_DRIVERS_REPLACED = {"pysqlite": "aiosqlite", "pymysql": "aiomysql", "mysqldb": "aiomysql", "psycopg2": "asyncpg"}
+})
+_SYNC_DRIVERS_REPLACED = MappingProxyType(
+    {"pysqlite": "aiosqlite", "pymysql": "aiomysql", "mysqldb": "aiomysql", "psycopg2": "asyncpg"}
+)
 
 
 def normalize_url(url: str) -> str:

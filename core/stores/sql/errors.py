@@ -9,6 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import MappingProxyType
 
 from core import netdiag
 from core.stores.sql.migrate import MigrationError
@@ -63,13 +64,13 @@ def _server_problem(err: BaseException) -> DatabaseProblem | None:
     return None
 
 
-_NETWORK_FIXES = {
+_NETWORK_FIXES = MappingProxyType({
     netdiag.DNS: "fix the host name in DATABASE_URL",
     netdiag.REFUSED: "start the database server, or fix the host/port in DATABASE_URL",
     netdiag.TIMED_OUT: "check that the host is reachable from here (firewall, network) and the port is right",
     netdiag.TLS: "check the server's TLS settings and the URL's ssl options",
     netdiag.RESET: "check the server's log: it closed the connection",
-}
+})
 
 
 def _network_problem(err: BaseException) -> DatabaseProblem | None:
