@@ -7,6 +7,7 @@ is there after the canonical records' TTL. Unknown runs and refusals get the sam
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
@@ -78,41 +79,39 @@ async def vote_message(deps: BotDeps, value: str, team: str, user: str) -> str:
     return f"Thanks, your {VOTE_WORDS[vote]} on this answer is recorded."
 
 
-def register_verify_actions(app: AsyncApp, deps: BotDeps) -> None:
-    """Attach Show evidence, Show all findings and the feedback listeners."""
+Replies = Callable[[BotDeps, str, str, str], Awaitable[list[dict[str, Any]]]]
+ActionHandler = Callable[[AsyncAck, dict[str, Any], dict[str, Any], AsyncRespond], Awaitable[None]]
 
-    async def answer(respond: AsyncRespond, messages: list[dict[str, Any]]) -> None:
+
+async def _evidence_replies(deps: BotDeps, value: str, team: str, user: str) -> list[dict[str, Any]]:
+    return [await evidence_message(deps, value, team, user)]
+
+
+async def _vote_replies(deps: BotDeps, value: str, team: str, user: str) -> list[dict[str, Any]]:
+    return [{"text": await vote_message(deps, value, team, user)}]
+
+
+def ephemeral_action(deps: BotDeps, what: str, replies: Replies) -> ActionHandler:
+    """A button listener: ack, then answer the clicking user only with `replies` for the button's value; a failure
+    (a store outage) becomes a short note, details in the logs."""
+
+    async def handler(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            messages = await replies(deps, str(action.get("value") or ""), *_who(body))
+        except Exception as exc:
+            log.warning("%s failed: %s", what, type(exc).__name__)
+            messages = [{"text": UNAVAILABLE}]
         for msg in messages:
             await respond(response_type="ephemeral", replace_original=False, **msg)
 
-    @app.action(SHOW_EVIDENCE_ACTION)
-    async def on_show_evidence(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
-        try:
-            msg = await evidence_message(deps, str(action.get("value") or ""), *_who(body))
-        except Exception as exc:  # a store outage: a short note, details in the logs
-            log.warning("show evidence failed: %s", type(exc).__name__)
-            msg = {"text": UNAVAILABLE}
-        await answer(respond, [msg])
+    return handler
 
-    @app.action(SHOW_ALL_ACTION)
-    async def on_show_all(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
-        try:
-            messages = await all_findings_messages(deps, str(action.get("value") or ""), *_who(body))
-        except Exception as exc:
-            log.warning("show all findings failed: %s", type(exc).__name__)
-            messages = [{"text": UNAVAILABLE}]
-        await answer(respond, messages)
 
-    async def on_vote(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
-        await ack()
-        try:
-            text = await vote_message(deps, str(action.get("value") or ""), *_who(body))
-        except Exception as exc:
-            log.warning("feedback failed: %s", type(exc).__name__)
-            text = UNAVAILABLE
-        await answer(respond, [{"text": text}])
-
+def register_verify_actions(app: AsyncApp, deps: BotDeps) -> None:
+    """Attach Show evidence, Show all findings and the feedback listeners."""
+    app.action(SHOW_EVIDENCE_ACTION)(ephemeral_action(deps, "show evidence", _evidence_replies))
+    app.action(SHOW_ALL_ACTION)(ephemeral_action(deps, "show all findings", all_findings_messages))
+    on_vote = ephemeral_action(deps, "feedback", _vote_replies)
     for action_id in (FEEDBACK_ACTION, f"{FEEDBACK_ACTION}_up", f"{FEEDBACK_ACTION}_down"):
         app.action(action_id)(on_vote)

@@ -14,17 +14,21 @@ TLS = "TLS handshake failed (certificate or https/http mismatch)"
 RESET = "connection reset by the server"
 
 
-def _chain(exc: BaseException) -> Iterator[BaseException]:
-    """The exception, its causes/contexts and the errors drivers keep in attributes (bounded, no cycles)."""
+_LINKS = ("__cause__", "__context__", "orig", "os_error")
+
+
+def exception_chain(exc: BaseException, links: tuple[str, ...] = _LINKS, limit: int = 16) -> Iterator[BaseException]:
+    """The exception, then (breadth first) the errors it links to through the `links` attributes: causes, contexts
+    and the errors drivers keep in attributes; at most `limit` of them, no cycles."""
     seen: set[int] = set()
     pending = [exc]
-    while pending and len(seen) < 16:
+    while pending and len(seen) < limit:
         current = pending.pop(0)
         if id(current) in seen:
             continue
         seen.add(id(current))
         yield current
-        for attr in ("__cause__", "__context__", "orig", "os_error"):
+        for attr in links:
             inner = getattr(current, attr, None)
             if isinstance(inner, BaseException):
                 pending.append(inner)
@@ -32,7 +36,7 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 def network_cause(exc: BaseException) -> str | None:
     """DNS / REFUSED / TIMED_OUT / TLS / RESET when the exception chain shows one, else None."""
-    for current in _chain(exc):
+    for current in exception_chain(exc):
         name = type(current).__name__
         if isinstance(current, socket.gaierror) or "DNSError" in name or "NameResolution" in name:
             return DNS
@@ -42,7 +46,7 @@ def network_cause(exc: BaseException) -> str | None:
             return TLS
         if isinstance(current, ConnectionResetError):
             return RESET
-    for current in _chain(exc):
+    for current in exception_chain(exc):
         if isinstance(current, TimeoutError) or "Timeout" in type(current).__name__:
             return TIMED_OUT
     return None

@@ -29,7 +29,7 @@ from core.contracts.progress import SUBJECT_MAX, ProgressStage, ProgressUpdate, 
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.evidence.instructions import spans_in
-from core.evidence.projection import MIN_PROJECTION_BYTES, project_sized, projection_size
+from core.evidence.projection import MIN_PROJECTION_BYTES, ProjectionBounds, project_sized, projection_size
 from core.evidence.raw_cap import DEFAULT_RAW_MAX_BYTES, cap_raw
 from core.evidence.redaction import Redactor
 from core.evidence.subjects import cut_words, subject_of
@@ -352,8 +352,8 @@ class ToolBoundary:
                 "error": (error or ToolError(code="UNKNOWN_TOOL", message="Unknown tool.")).model_dump(),
             }
             return unknown, projection_size(unknown)
-        return project_sized(call.call_id, call.tool_name, raw, error, max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES),
-                             redactor=self._redactor)
+        bounds = ProjectionBounds(max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES))
+        return project_sized(call.call_id, call.tool_name, raw, error, bounds, redactor=self._redactor)
 
     async def _audit_call(
         self, call: _Call, projection: dict[str, Any], size: int, raw: RawResult | None, code: str | None, duration_ms: float

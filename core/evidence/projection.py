@@ -248,22 +248,27 @@ def project(
     redactor: Redactor | None = None,
 ) -> dict[str, Any]:
     """Build the bounded, redacted projection JSON of one call; its compact JSON never exceeds max_bytes."""
-    return project_sized(tool_call_id, tool_name, raw, error, max_bytes, max_items, max_item_chars, redactor)[0]
+    bounds = ProjectionBounds(max_bytes, max_items, max_item_chars)
+    return project_sized(tool_call_id, tool_name, raw, error, bounds, redactor)[0]
+
+
+@dataclass(frozen=True)
+class ProjectionBounds:
+    """How large one projection may be: compact JSON bytes, items, and characters per item text."""
+
+    max_bytes: int = 8192
+    max_items: int = 50
+    max_item_chars: int = 500
 
 
 def project_sized(
-    tool_call_id: str,
-    tool_name: ToolName,
-    raw: RawResult | None,
-    error: ToolError | None,
-    max_bytes: int = 8192,
-    max_items: int = 50,
-    max_item_chars: int = 500,
-    redactor: Redactor | None = None,
+    tool_call_id: str, tool_name: ToolName, raw: RawResult | None, error: ToolError | None,
+    bounds: ProjectionBounds = ProjectionBounds(), redactor: Redactor | None = None,
 ) -> tuple[dict[str, Any], int]:
     """project() and the projection_size() of its result (measured once, as the bound check already does).
 
     `redactor` (one per boundary) remembers the texts it redacted across calls; without one, nothing is remembered."""
+    max_bytes, max_items, max_item_chars = bounds.max_bytes, bounds.max_items, bounds.max_item_chars
     if max_bytes < MIN_PROJECTION_BYTES:
         raise ValueError(f"max_bytes must be at least {MIN_PROJECTION_BYTES}, got {max_bytes}")
     tool_name = ToolName(tool_name)

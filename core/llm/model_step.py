@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from core.contracts.run import EventType, StopReason
@@ -50,6 +50,14 @@ async def race(ctx: RunContext, work: Awaitable[T]) -> T:
     if scope.cancelled_caught:
         raise LoopStopped(StopReason.CANCELLED)
     return result
+
+
+def shared_allowance(time_left_s: float | None) -> Callable[[], float | None]:
+    """For attempts that share one allowance: a function giving what is left of `time_left_s` now (None: no limit)."""
+    if time_left_s is None:
+        return lambda: None
+    ends = time.monotonic() + time_left_s
+    return lambda: ends - time.monotonic()
 
 
 def call_timeout(setting_s: float, time_left_s: float | None, reserve_s: float = 0.0) -> float:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import SemanticVerdict, SemanticVerdictKind, VerifiedEvidenceSnapshot
 from core.llm.model import ModelUnavailable
-from core.llm.model_step import ModelStep
+from core.llm.model_step import ModelStep, shared_allowance
 from core.llm.prompts import PromptLibrary
 from core.llm.wire import parse_json_object, system_message, user_message
 from core.ports import AuditStore, ChatModel, Timeline
@@ -204,10 +203,10 @@ class LlmSemanticJudge:
         if text is None:
             text = json.dumps(body, ensure_ascii=False)
         messages = [system_message(self.prompts.get("semantic_guard")), user_message(text)]
-        ends = None if time_left_s is None else time.monotonic() + time_left_s
+        remaining = shared_allowance(time_left_s)
         problems: list[str] = []
         for attempt in range(1, self.max_attempts + 1):
-            left = None if ends is None else ends - time.monotonic()
+            left = remaining()
             if left is not None and left <= 0:
                 problems.append(NO_TIME)
                 break

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import time
 from collections.abc import Iterable, Sequence
 
 from pydantic import ValidationError
@@ -19,7 +18,7 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary
 from core.contracts.release import Violation
 from core.llm.model import ModelReply, ModelUnavailable
-from core.llm.model_step import ModelStep
+from core.llm.model_step import ModelStep, shared_allowance
 from core.llm.prompts import PromptLibrary
 from core.llm.tool_loop import validation_summary
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
@@ -115,9 +114,9 @@ class LlmEvidenceRepairer:
             "referencable_calls": [c.model_dump(mode="json") for c in referencable],
         }
         messages = [system_message(self.prompts.get("evidence_repair")), user_message(json.dumps(body, ensure_ascii=False))]
-        ends = None if time_left_s is None else time.monotonic() + time_left_s
+        remaining = shared_allowance(time_left_s)
         for attempt in (1, 2):
-            left = None if ends is None else ends - time.monotonic()
+            left = remaining()
             if left is not None and left <= 0:
                 log.warning("evidence repair: no time left in the run")
                 return None

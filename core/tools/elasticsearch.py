@@ -37,22 +37,26 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
-import aiohttp
 from pydantic import SecretStr
 from yarl import URL
 
-from core.contracts.evidence import RawResult, ToolName
+from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
 from core.tools.es_hits import parse_hits
 from core.tools.item_bounds import ItemBounds, bound_items
-from core.tools.log_backend import LazySession, checked_window, split_url
-from core.tools.log_scan import iso_utc
+from core.tools.log_backend import (
+    HttpBackend,
+    HttpLogsTool,
+    checked_window,
+    clean_error_text,
+    effective_arguments,
+    split_url,
+)
 from core.tools.loki import LEVEL_SPELLINGS
 
 DEFAULT_TIMEOUT_S = 10.0
-MAX_BODY_BYTES = 16 * 1024 * 1024
-_ERROR_CHARS = 200
+_ES = HttpBackend("Elasticsearch", "ES", "check DIAG_ES_API_KEY or the URL's user")
 _TERM = re.compile(r'"([^"]*)"|(\S+)')  # the same split as log_query.parse_terms, keeping phrases apart
 _WORD = re.compile(r"\w")
 # Characters Elasticsearch forbids in index names (',' separates a list, '*' is a wildcard, ':' names a remote cluster).
@@ -127,11 +131,8 @@ def _check_index(index: str) -> str:
     return ",".join(parts)
 
 
-class ElasticsearchLogsTool:
+class ElasticsearchLogsTool(HttpLogsTool):
     """The query_logs tool over Elasticsearch or OpenSearch (`_search` query DSL); one aiohttp session, closed by aclose()."""
-
-    name = ToolName.QUERY_LOGS
-    args_model: type[LogsArgs] = LogsArgs
 
     def __init__(
         self,
@@ -155,23 +156,8 @@ class ElasticsearchLogsTool:
         self._base, basic = split_url(url, "DIAG_ES_URL", "http://elasticsearch:9200")
         self._search_url = URL(f"{self._base}/{quote(self._index, safe='*,+-.:')}/_search", encoded=True)
         self._clock = clock
-        self._headers: dict[str, str] = {"Accept": "application/json", "Content-Type": "application/json"}
-        password = URL(url).password
-        self._secrets = [password] if password else []
-        if basic is not None:
-            self._secrets.append(basic.removeprefix("Basic "))
-        key = api_key.get_secret_value() if api_key is not None else ""
-        if key:
-            # An explicit API key wins over URL credentials (one Authorization header).
-            self._headers["Authorization"] = f"ApiKey {key}"
-            self._secrets.append(key)
-        elif basic is not None:
-            self._headers["Authorization"] = basic
-        self._http = LazySession(self._headers, timeout_s)
-
-    async def aclose(self) -> None:
-        """Close the HTTP session (safe to call more than once)."""
-        await self._http.aclose()
+        headers = {"Accept": "application/json", "Content-Type": "application/json"}
+        self._connect(url, basic, headers, "ApiKey", api_key, timeout_s)
 
     async def run(self, args: LogsArgs) -> RawResult:
         """Search the index for the documents matching the arguments; the exact total comes from `hits.total`."""
@@ -209,47 +195,21 @@ class ElasticsearchLogsTool:
             notes["partial"] = "some shards failed or timed out; the items are real matches, the total may be low"
         if items:
             notes["first_match"] = items[0]["timestamp"]
-        effective = {
-            "service": args.service,
-            "query": args.query,
-            "level": args.level,
-            "start": iso_utc(start),
-            "end": iso_utc(end),
-            "limit": args.limit,
-        }
         items, cut = bound_items(items, ItemBounds())  # each line and the result bounded in bytes, as files are
         notes.update(cut)
-        return RawResult(items=items, total_count=max(total, len(items)), effective_arguments=effective, notes=notes)
+        return RawResult(items=items, total_count=max(total, len(items)),
+                         effective_arguments=effective_arguments(args, start, end), notes=notes)
 
     async def _search(self, search: dict[str, Any]) -> Any:
         """POST the search and return its JSON; every failure becomes a ToolFailure without secrets."""
-        try:
-            async with self._http.get().post(self._search_url, data=json.dumps(search).encode()) as response:
-                body = await response.content.read(MAX_BODY_BYTES + 1)
-                status = response.status
-        except TimeoutError as exc:
-            seconds = self._http.timeout.total or 0.0
-            raise ToolFailure("BACKEND_UNAVAILABLE", f"Elasticsearch did not answer the search within {seconds:.1f} s.") from exc
-        except aiohttp.ClientError as exc:
-            message = f"Elasticsearch is unreachable ({type(exc).__name__}); this call is not evidence."
-            raise ToolFailure("BACKEND_UNAVAILABLE", message) from exc
-        if status in (401, 403):
-            message = f"Elasticsearch refused the credentials (HTTP {status}); check DIAG_ES_API_KEY or the URL's user."
-            raise ToolFailure("ES_UNAUTHORIZED", message)
+        request = self._http.get().post(self._search_url, data=json.dumps(search).encode())
+        status, body = await _ES.read(request, "search", self._http)
         if status == 400:
-            raise ToolFailure("ES_BAD_QUERY", f"Elasticsearch rejected the search: {self._reason(body)}")
+            raise _ES.rejected("search", self._reason(body))
         if status == 404 and self._error_type(body) == "index_not_found_exception":
             message = f"No index matches DIAG_ES_INDEX '{self._index}' ({self._reason(body)}); this call is not evidence."
             raise ToolFailure("ES_INDEX_MISSING", message)
-        if status != 200:
-            raise ToolFailure("BACKEND_UNAVAILABLE", f"Elasticsearch answered the search with HTTP {status}; "
-                                                     "this call is not evidence.")
-        if len(body) > MAX_BODY_BYTES:
-            raise ToolFailure("ES_BAD_RESPONSE", f"Elasticsearch's answer exceeds {MAX_BODY_BYTES} bytes.")
-        try:
-            return json.loads(body)
-        except ValueError as exc:
-            raise ToolFailure("ES_BAD_RESPONSE", "Elasticsearch's answer is not JSON; not evidence.") from exc
+        return _ES.json_body(status, body, "search", answer="Elasticsearch's answer")
 
     @staticmethod
     def _error(body: bytes) -> Any:
@@ -283,10 +243,4 @@ class ElasticsearchLogsTool:
             text = error
         else:
             text = body.decode("utf-8", "replace")
-        text = " ".join(text.split())
-        for secret in self._secrets:
-            text = text.replace(secret, "[REDACTED]")
-        text = text.replace(self._base, "[ES]")
-        if len(text) > _ERROR_CHARS:
-            text = text[: _ERROR_CHARS - 1] + "…"
-        return text or "no reason given"
+        return clean_error_text(text, self._secrets, [(self._base, "[ES]")])

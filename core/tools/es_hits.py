@@ -9,20 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.errors import ToolFailure
+from core.tools.log_backend import CORE_KEYS, MAX_EXTRA_FIELDS, is_short
 from core.tools.log_query import normalise_level, parse_timestamp
 from core.tools.log_scan import iso_utc
-
-MAX_EXTRA_FIELDS = 20
-MAX_FIELD_CHARS = 200
-_CORE_KEYS = frozenset({"timestamp", "service", "level", "message"})
-
-
-def _short(value: Any) -> bool:
-    if value is None or isinstance(value, bool | int):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, str) and len(value) <= MAX_FIELD_CHARS
 
 
 def field_value(source: Mapping[str, Any], path: str) -> Any:
@@ -75,15 +64,15 @@ def hit_item(hit: Mapping[str, Any], fields: Mapping[str, str]) -> dict[str, Any
     item: dict[str, Any] = {
         "timestamp": _timestamp(field_value(source, fields["timestamp"]), hit.get("sort")),
         "service": "" if service is None else str(service),
-        "level": normalise_level(level) if level is not None and _short(level) else "UNKNOWN",
+        "level": normalise_level(level) if level is not None and is_short(level) else "UNKNOWN",
         "message": "" if message is None else message if isinstance(message, str) else json.dumps(message),
     }
-    skip = _CORE_KEYS | set(fields.values())
+    skip = CORE_KEYS | set(fields.values())
     extras = 0
     for key, value in _flatten(source):
         if extras >= MAX_EXTRA_FIELDS:
             break
-        if key in skip or key in item or not _short(value):
+        if key in skip or key in item or not is_short(value):
             continue
         item[key] = value
         extras += 1

@@ -22,11 +22,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from core.contracts.evidence import RawResult, ToolName
+from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
 from core.tools.item_bounds import ItemBounds, bound_items
-from core.tools.log_backend import checked_window
+from core.tools.log_backend import QueryLogsTool, checked_window, effective_arguments
 from core.tools.log_index import DEFAULT_INDEX_MAX_BYTES, DEFAULT_INDEX_MAX_FILE_BYTES, FileSignature, IndexCache
 from core.tools.log_query import LineMatcher
 from core.tools.log_scan import DEFAULT_CHUNK_BYTES, Scan, iso_utc, scan_file
@@ -40,11 +40,8 @@ def iter_log_files(root: Path) -> Iterator[Path]:
     yield from sorted(p for p in root.rglob("*.jsonl") if p.is_file())
 
 
-class LogsTool:
+class LogsTool(QueryLogsTool):
     """The query_logs tool over JSON-lines files in a folder."""
-
-    name = ToolName.QUERY_LOGS
-    args_model: type[LogsArgs] = LogsArgs
 
     def __init__(
         self,
@@ -96,19 +93,12 @@ class LogsTool:
         if scan.first is not None and scan.last is not None:
             notes["first_match"] = iso_utc(scan.first)
             notes["last_match"] = iso_utc(scan.last)
-        effective = {
-            "service": args.service,
-            "query": args.query,
-            "level": args.level,
-            "start": iso_utc(start),
-            "end": iso_utc(end),
-            "limit": args.limit,
-        }
         items, cut = bound_items(scan.items(), self._bounds)
         notes.update(cut)
         if scan.oversized:
             notes.update(bytes_truncated=True, oversized_lines_skipped=scan.oversized, line_bytes_max=scan.line_bytes)
-        return RawResult(items=items, total_count=scan.total, effective_arguments=effective, notes=notes)
+        return RawResult(items=items, total_count=scan.total, effective_arguments=effective_arguments(args, start, end),
+                         notes=notes)
 
     def _scan_one(self, path: Path, scan: Scan) -> int:
         """Scan one file through its index when it has (or now gets) one, else by streaming; returns its bytes."""

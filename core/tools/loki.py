@@ -27,34 +27,37 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import re
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any
 
-import aiohttp
 from pydantic import SecretStr
-from yarl import URL
 
-from core.contracts.evidence import RawResult, ToolName
+from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
 from core.tools.args import LogsArgs
 from core.tools.item_bounds import ItemBounds, bound_items
-from core.tools.log_backend import LazySession, checked_window, split_url
+from core.tools.log_backend import (
+    CORE_KEYS,
+    MAX_EXTRA_FIELDS,
+    HttpBackend,
+    HttpLogsTool,
+    checked_window,
+    clean_error_text,
+    effective_arguments,
+    is_short,
+    split_url,
+)
 from core.tools.log_query import normalise_level, parse_terms
 from core.tools.log_scan import iso_utc
 
 DEFAULT_TIMEOUT_S = 10.0
-MAX_BODY_BYTES = 16 * 1024 * 1024
-MAX_EXTRA_FIELDS = 20
-MAX_FIELD_CHARS = 200
-_ERROR_CHARS = 200
+_LOKI = HttpBackend("Loki", "LOKI", "check DIAG_LOKI_TOKEN and DIAG_LOKI_TENANT")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _MESSAGE_KEYS = ("message", "msg")
 _JSON_LEVEL_KEYS = ("level", "severity", "lvl")
-_CORE_KEYS = frozenset({"timestamp", "service", "level", "message"})
 # Spellings of each level in the wild; the level label matches any of them, ignoring case.
 LEVEL_SPELLINGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "ERROR": ("error", "err", "fatal", "critical", "crit"),
@@ -118,14 +121,6 @@ def _ns(value: datetime) -> int:
 # ---- response parsing -------------------------------------------------------------------------
 
 
-def _short(value: Any) -> bool:
-    if value is None or isinstance(value, bool | int):
-        return True
-    if isinstance(value, float):
-        return math.isfinite(value)
-    return isinstance(value, str) and len(value) <= MAX_FIELD_CHARS
-
-
 def line_item(ts_ns: int, line: str, labels: Mapping[str, str], service_label: str, level_label: str) -> dict[str, Any]:
     """One RawResult item: Loki's timestamp, the stream's service and level, the message and short other fields."""
     message = line
@@ -142,7 +137,7 @@ def line_item(ts_ns: int, line: str, labels: Mapping[str, str], service_label: s
                 parsed = obj
     level_value = labels.get(level_label)
     if level_value is None:
-        level_value = next((str(parsed[k]) for k in _JSON_LEVEL_KEYS if k in parsed and _short(parsed[k])), "UNKNOWN")
+        level_value = next((str(parsed[k]) for k in _JSON_LEVEL_KEYS if k in parsed and is_short(parsed[k])), "UNKNOWN")
     item: dict[str, Any] = {
         "timestamp": iso_utc(datetime.fromtimestamp(ts_ns // 1_000_000_000, UTC).replace(
             microsecond=(ts_ns % 1_000_000_000) // 1_000)),
@@ -151,12 +146,12 @@ def line_item(ts_ns: int, line: str, labels: Mapping[str, str], service_label: s
         "message": message,
     }
     extras = 0
-    skip = _CORE_KEYS | set(_MESSAGE_KEYS) | set(_JSON_LEVEL_KEYS)
+    skip = CORE_KEYS | set(_MESSAGE_KEYS) | set(_JSON_LEVEL_KEYS)
     for source in (parsed, labels):
         for key, value in source.items():
             if extras >= MAX_EXTRA_FIELDS:
                 break
-            if key in skip or key in item or key in (service_label, level_label) or not _short(value):
+            if key in skip or key in item or key in (service_label, level_label) or not is_short(value):
                 continue
             item[key] = value
             extras += 1
@@ -194,11 +189,8 @@ def parse_count(body: Any) -> int:
 # ---- the tool ---------------------------------------------------------------------------------
 
 
-class LokiLogsTool:
+class LokiLogsTool(HttpLogsTool):
     """The query_logs tool over Grafana Loki (LogQL over HTTP); one aiohttp session per tool, closed by aclose()."""
-
-    name = ToolName.QUERY_LOGS
-    args_model: type[LogsArgs] = LogsArgs
 
     def __init__(
         self,
@@ -218,22 +210,10 @@ class LokiLogsTool:
         self._clock = clock
         self._service_label = service_label
         self._level_label = level_label
-        self._headers: dict[str, str] = {"Accept": "application/json"}
+        headers = {"Accept": "application/json"}
         if tenant:
-            self._headers["X-Scope-OrgID"] = tenant
-        password = URL(url).password
-        self._secrets = [password] if password else []
-        if token is not None and token.get_secret_value():
-            # An explicit bearer token wins over URL credentials (one Authorization header).
-            self._headers["Authorization"] = f"Bearer {token.get_secret_value()}"
-            self._secrets.append(token.get_secret_value())
-        elif basic is not None:
-            self._headers["Authorization"] = basic
-        self._http = LazySession(self._headers, timeout_s)
-
-    async def aclose(self) -> None:
-        """Close the HTTP session (safe to call more than once)."""
-        await self._http.aclose()
+            headers["X-Scope-OrgID"] = tenant
+        self._connect(url, basic, headers, "Bearer", token, timeout_s)
 
     async def run(self, args: LogsArgs) -> RawResult:
         """Query Loki for the lines matching the arguments; the exact total comes from a concurrent count query."""
@@ -275,17 +255,10 @@ class LokiLogsTool:
             notes["total_count_error"] = counted.code
         if items:
             notes["first_match"] = items[0]["timestamp"]
-        effective = {
-            "service": args.service,
-            "query": args.query,
-            "level": args.level,
-            "start": iso_utc(start),
-            "end": iso_utc(end),
-            "limit": args.limit,
-        }
         items, cut = bound_items(items, ItemBounds())  # each line and the result bounded in bytes, as files are
         notes.update(cut)
-        return RawResult(items=items, total_count=total, effective_arguments=effective, notes=notes)
+        return RawResult(items=items, total_count=total, effective_arguments=effective_arguments(args, start, end),
+                         notes=notes)
 
     async def _count(self, query: str, at_ns: int) -> int | ToolFailure:
         """The exact number of matches, or the failure (a failed count never fails the call)."""
@@ -296,29 +269,11 @@ class LokiLogsTool:
 
     async def _get(self, path: str, params: dict[str, str], what: str) -> Any:
         """GET one Loki API path and return its JSON; every failure becomes a ToolFailure without secrets."""
-        try:
-            async with self._http.get().get(self._base + path, params=params) as response:
-                body = await response.content.read(MAX_BODY_BYTES + 1)
-                status = response.status
-        except TimeoutError as exc:
-            seconds = self._http.timeout.total or 0.0
-            raise ToolFailure("BACKEND_UNAVAILABLE", f"Loki did not answer the {what} within {seconds:.1f} s.") from exc
-        except aiohttp.ClientError as exc:
-            message = f"Loki is unreachable ({type(exc).__name__}); this call is not evidence."
-            raise ToolFailure("BACKEND_UNAVAILABLE", message) from exc
-        if status in (401, 403):
-            message = f"Loki refused the credentials (HTTP {status}); check DIAG_LOKI_TOKEN and DIAG_LOKI_TENANT."
-            raise ToolFailure("LOKI_UNAUTHORIZED", message)
+        request = self._http.get().get(self._base + path, params=params)
+        status, body = await _LOKI.read(request, what, self._http)
         if status == 400:
-            raise ToolFailure("LOKI_BAD_QUERY", f"Loki rejected the {what}: {self._loki_message(body)}")
-        if status != 200:
-            raise ToolFailure("BACKEND_UNAVAILABLE", f"Loki answered the {what} with HTTP {status}; this call is not evidence.")
-        if len(body) > MAX_BODY_BYTES:
-            raise ToolFailure("LOKI_BAD_RESPONSE", f"Loki's answer to the {what} exceeds {MAX_BODY_BYTES} bytes.")
-        try:
-            return json.loads(body)
-        except ValueError as exc:
-            raise ToolFailure("LOKI_BAD_RESPONSE", f"Loki's answer to the {what} is not JSON; not evidence.") from exc
+            raise _LOKI.rejected(what, self._loki_message(body))
+        return _LOKI.json_body(status, body, what)
 
     def _loki_message(self, body: bytes) -> str:
         """Loki's error text (plain or {"message": ...}), on one line, shortened, with any secret removed."""
@@ -329,9 +284,4 @@ class LokiLogsTool:
             obj = None
         if isinstance(obj, dict) and isinstance(obj.get("message") or obj.get("error"), str):
             text = obj.get("message") or obj.get("error") or text
-        text = " ".join(text.split())
-        for secret in self._secrets:
-            text = text.replace(secret, "[REDACTED]")
-        if len(text) > _ERROR_CHARS:
-            text = text[: _ERROR_CHARS - 1] + "…"
-        return text or "no reason given"
+        return clean_error_text(text, self._secrets)

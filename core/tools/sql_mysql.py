@@ -22,6 +22,7 @@ from core.tools.sql_server import (
     TIMEOUT_MESSAGE,
     cell_chars,
     connect_args,
+    cut_select,
     too_many_columns,
 )
 from core.tools.sql_values import safe_error_text
@@ -45,13 +46,10 @@ def wrap_mysql(prepared: PreparedQuery, columns: Sequence[tuple[str, int]], char
     direct = prepared.with_cuts(wrap, chars, [name for name, _ in columns], "mysql")
     if direct is not None:
         return direct
-    sql = prepared.sql
-    names = ", ".join(f"c{i}" for i in range(len(columns)))
-    select = []
-    for i, (name, type_code) in enumerate(columns):
-        value = f"LEFT(c{i}, {chars})" if type_code in _MYSQL_VARIABLE else f"c{i}"
-        select.append(f"{value} AS {_quote_mysql(name)}")
-    return f"WITH diag_q ({names}) AS ({sql}) SELECT {', '.join(select)} FROM diag_q"
+    names, select = cut_select(
+        columns, lambda i, type_code: f"LEFT(c{i}, {chars})" if type_code in _MYSQL_VARIABLE else f"c{i}", _quote_mysql,
+    )
+    return f"WITH diag_q ({names}) AS ({prepared.sql}) SELECT {select} FROM diag_q"
 
 
 def _mysql_failure(exc: BaseException, secrets: tuple[str, ...]) -> ToolFailure:

@@ -21,6 +21,7 @@ from core.tools.sql_server import (
     TIMEOUT_MESSAGE,
     cell_chars,
     connect_args,
+    cut_select,
     too_many_columns,
 )
 from core.tools.sql_values import safe_error_text
@@ -38,12 +39,11 @@ def _quote_pg(name: str) -> str:
 
 def wrap_postgres(sql: str, columns: Sequence[tuple[str, str]], chars: int) -> str:
     """The statement as a derived table whose variable-length columns are cut to `chars` characters."""
-    names = ", ".join(f"c{i}" for i in range(len(columns)))
-    select = []
-    for i, (name, type_name) in enumerate(columns):
-        value = f"diag_q.c{i}" if type_name in _PG_FIXED else f"LEFT(CAST(diag_q.c{i} AS TEXT), {chars})"
-        select.append(f"{value} AS {_quote_pg(name)}")
-    return f"SELECT {', '.join(select)} FROM ({sql}) AS diag_q({names})"
+    names, select = cut_select(
+        columns, lambda i, type_name: f"diag_q.c{i}" if type_name in _PG_FIXED else f"LEFT(CAST(diag_q.c{i} AS TEXT), {chars})",
+        _quote_pg,
+    )
+    return f"SELECT {select} FROM ({sql}) AS diag_q({names})"
 
 
 def _pg_failure(exc: BaseException, secrets: tuple[str, ...]) -> ToolFailure:

@@ -4,7 +4,8 @@ aiomysql in sql_mysql.py) are imported only when a server backend is used, so st
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
@@ -12,6 +13,8 @@ from sqlalchemy.exc import ArgumentError
 from core.errors import ToolFailure
 from core.tools.sql_allow import Backend
 from core.tools.sql_budget import ResultBudget
+
+T = TypeVar("T")
 
 TIMEOUT_MESSAGE = "The query was stopped by the statement timeout; narrow it (WHERE, LIMIT)."
 CONNECT_TIMEOUT_S = 5.0
@@ -51,3 +54,13 @@ def cell_chars(budget: ResultBudget, columns: int) -> int:
 def too_many_columns(count: int) -> ToolFailure:
     """The failure for a result wider than MAX_COLUMNS."""
     return ToolFailure("SQL_TOO_LARGE", f"The query returns {count} columns; at most {MAX_COLUMNS} are allowed.")
+
+
+def cut_select(
+    columns: Sequence[tuple[str, T]], value: Callable[[int, T], str], quote: Callable[[str], str],
+) -> tuple[str, str]:
+    """For a statement wrapped as `diag_q` with columns c0, c1, ...: those names, and the select list giving each
+    column `value(i, type)` (the column, or the column cut) under its original, quoted name."""
+    names = ", ".join(f"c{i}" for i in range(len(columns)))
+    select = ", ".join(f"{value(i, kind)} AS {quote(name)}" for i, (name, kind) in enumerate(columns))
+    return names, select

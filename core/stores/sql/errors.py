@@ -31,18 +31,7 @@ class DatabaseProblem:
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
     """The exception, the driver error SQLAlchemy wraps (.orig) and its causes; bounded."""
-    seen: set[int] = set()
-    pending: list[BaseException] = [exc]
-    while pending and len(seen) < 12:
-        current = pending.pop(0)
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        yield current
-        for attr in ("orig", "__cause__", "__context__"):
-            inner = getattr(current, attr, None)
-            if isinstance(inner, BaseException):
-                pending.append(inner)
+    return netdiag.exception_chain(exc, ("orig", "__cause__", "__context__"), limit=12)
 
 
 def _server_problem(err: BaseException) -> DatabaseProblem | None:
