@@ -40,11 +40,6 @@ class Deduplicator:
         self._pending: dict[str, None] = {}  # claimed here while the store was down, oldest first
         self._writeback: asyncio.Task[None] | None = None
 
-    @property
-    def pending(self) -> int:
-        """Local claims not yet written back to the shared store."""
-        return len(self._pending)
-
     async def _claim(self, key: str, retry_num: int) -> bool:
         if self._local.has(key):
             return False

@@ -43,7 +43,6 @@ class SlackProgress:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._in_flight = False
-        self.edits = 0
 
     async def start(self) -> None:
         """Post the placeholder in the thread (failure is logged; the final message is then posted instead)."""
@@ -80,7 +79,6 @@ class SlackProgress:
             self._in_flight = True
             try:
                 await self._edit_client.chat_update(channel=self._channel, ts=self.ts, text=text, blocks=blocks)
-                self.edits += 1
             except Exception as exc:  # a lost edit is harmless; letting it escape would break close() and the final
                 log.warning("progress update in channel %s failed: %s", self._channel, error_code(exc))
             finally:

@@ -66,17 +66,11 @@ class StreamProgress:
         self._task: asyncio.Task[None] | None = None
         self._closed = False
         self._in_flight = False
-        self.appends = 0
 
     @property
     def ts(self) -> str | None:
         """The message the final answer replaces: the stream, or the fallback's placeholder."""
         return self._stream_ts if self._stream_ts is not None else self._fallback.ts
-
-    @property
-    def streaming(self) -> bool:
-        """True while progress goes through the stream (False after falling back to edits)."""
-        return self._streaming
 
     async def start(self) -> None:
         """Open the stream; on any refusal, post the edit-mode placeholder instead."""
@@ -132,7 +126,6 @@ class StreamProgress:
         self._in_flight = True
         try:
             await method(channel=self._channel, ts=self._stream_ts, chunks=chunks)
-            self.appends += 1
         except Exception as exc:  # a lost append is cosmetic; a closed stream ends streaming for this turn
             code = error_code(exc)
             log.warning("stream append in channel %s failed: %s", self._channel, code)

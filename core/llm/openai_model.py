@@ -80,7 +80,6 @@ class OpenAIChatModel:
         self.backoff_base_s = backoff_base_s
         self.backoff_max_s = backoff_max_s
         self.retry_after_cap_s = retry_after_cap_s
-        self.last_attempts = 0
         self.tool_choice = tool_choice
         self.adapt = EndpointAdaptation()
 
@@ -98,7 +97,6 @@ class OpenAIChatModel:
         attempt = 0
         while True:
             attempt += 1
-            self.last_attempts = attempt
             try:
                 return await self._once(model, self.adapt.messages(messages), self.adapt.tools(tools), timeout_s)
             except (openai.APIConnectionError, openai.APIStatusError) as exc:  # APITimeoutError is a connection error

@@ -41,11 +41,6 @@ class RetentionScheduler:
         self._failures = 0
         self._scheduler = AsyncIOScheduler(timezone=UTC)
 
-    @property
-    def consecutive_failures(self) -> int:
-        """Failed runs since the last successful one."""
-        return self._failures
-
     def start(self) -> None:
         """Schedule the daily job (call with the event loop running)."""
         start = datetime.now(UTC) + timedelta(seconds=self._first_run_delay_s)

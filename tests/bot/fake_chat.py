@@ -57,6 +57,7 @@ class FakeChat:
         self.active: dict[str, tuple[str, asyncio.Event]] = {}
         self.cancel_calls: list[str] = []
         self.started = asyncio.Event()
+        self.finished = asyncio.Event()  # set when a run returns or raises (the turn goes on to close its progress)
         self.fail_with: Exception | None = None
         self.hang = False  # runs ignore their cancel and never return until `unstick` is set (a wedged component)
         self.unstick = asyncio.Event()
@@ -107,6 +108,7 @@ class FakeChat:
             return cancelled_outcome(run_id)
         finally:
             self.active.pop(key, None)
+            self.finished.set()
 
     async def _wedged(self) -> None:
         """Swallow every cancel until `unstick` (as a redis-py 8 task that keeps running after cancel())."""

@@ -124,7 +124,9 @@ async def test_answer_arrives_when_slack_comes_back(harness: Harness) -> None:
     harness.slack.plan.inject("chat.postMessage", faults.text(503), times=None)
     harness.slack.plan.inject("chat.update", faults.text(503), times=None)
     await harness.send.event(mention(ts="36.0"))
-    await asyncio.sleep(3.0)
+    await asyncio.sleep(3.0)  # the outage itself: longer than every retry budget but the final message's
+    await harness.slack.wait_until(lambda: any(c.params.get("metadata") for c in harness.slack.calls), timeout_s=15,
+                                   message="an attempt at the final message during the outage")
     assert harness.slack.finals("C1", "36.0") == []
     harness.slack.plan.clear()
     await harness.settle(timeout_s=20)

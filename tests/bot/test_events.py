@@ -76,9 +76,10 @@ async def test_ignores_own_and_bot_messages_edits_joins_and_top_level(harness: H
     for ev in ignored:
         status, _ = await harness.send.event(ev)
         assert status == 200
-    await asyncio.sleep(0.2)
+    await harness.send.event(mention(ts="401.0"))  # a sentinel sent after them: once it is answered, they were decided
+    await harness.slack.wait_until(lambda: bool(harness.slack.finals("C1", "401.0")), message="the sentinel's answer")
     await harness.settle()
-    assert len(harness.chat.turns) == 1
+    assert [t.message_ts for t in harness.chat.turns] == ["400.0", "401.0"]
 
 
 async def test_retries_with_same_event_id_give_one_run_and_one_answer(harness: Harness) -> None:

@@ -40,7 +40,9 @@ async def test_burst_of_updates_becomes_one_edit_with_the_last_state(fake_slack:
     await progress.start()
     for i in range(30):
         await progress.update("run_p", _finished(f"svc-{i}"))
-    await asyncio.sleep(0.8)
+    await fake_slack.wait_for_calls("chat.update", 1)
+    await asyncio.sleep(0.6)  # a negative: two more intervals pass without an edit (nothing changed since)
+    await progress.close()
     edits = fake_slack.calls_of("chat.update")
     assert len(edits) == 1
     text = edits[0].params["blocks"][0]["text"]["text"]
@@ -48,7 +50,6 @@ async def test_burst_of_updates_becomes_one_edit_with_the_last_state(fake_slack:
     assert "svc-0 " not in text  # only the last few tools are listed
     assert "22 earlier steps" in text
     assert "`run_p`" in text
-    await progress.close()
 
 
 async def test_update_returns_while_slack_is_slow_and_close_waits_for_the_edit_in_flight(
@@ -62,12 +63,14 @@ async def test_update_returns_while_slack_is_slow_and_close_waits_for_the_edit_i
     await fake_slack.wait_for_call("chat.update")
     await asyncio.wait_for(progress.update("run_p", PLANNING), timeout=5)  # not blocked by the stuck edit
     closing = asyncio.create_task(progress.close())
-    await asyncio.sleep(0.05)
-    assert not closing.done()  # an edit in flight is awaited so it cannot land after the final message
+    done, _ = await asyncio.wait({closing}, timeout=0.05)  # a negative: close() is still waiting 50 ms later
+    assert not done  # an edit in flight is awaited so it cannot land after the final message
     gate.set()
     await asyncio.wait_for(closing, timeout=5)
+    await fake_slack.wait_for_calls("chat.update", 1)
     await progress.update("run_p", REVIEW)
-    await asyncio.sleep(0.05)
+    await progress.update("run_p", PLANNING)
+    await asyncio.sleep(0.05)  # a negative: no edit is sent after close(), however long one waits (interval 0 here)
     assert len(fake_slack.calls_of("chat.update")) == 1
 
 
@@ -113,7 +116,8 @@ async def test_network_error_on_edit_in_flight_does_not_break_close(fake_slack: 
     await progress.update("run_p", ROUTING)
     await asyncio.wait_for(client.in_flight.wait(), 5)
     closing = asyncio.create_task(progress.close())
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0)  # let close() run up to its wait for the edit in flight
+    assert not closing.done()
     client.gate.set()
     await asyncio.wait_for(closing, 5)
 
@@ -133,7 +137,8 @@ async def test_turn_delivers_final_message_when_a_progress_edit_dies(fake_slack:
     runner = TurnRunner(chat, client, progress_interval_s=0.0)
     task = runner.start(SessionKey(team="T1", channel="C1", thread_ts="1.0"), "why?", "U1", "1.0")
     await asyncio.wait_for(client.in_flight.wait(), 5)
-    await asyncio.sleep(0.4)  # the run has finished; close() waits for the edit in flight
+    await asyncio.wait_for(chat.finished.wait(), 5)  # the run has returned: the turn's close() waits for the edit
+    assert fake_slack.finals("C1", "1.0") == []
     client.gate.set()
     await asyncio.wait_for(task, 5)
     [final] = fake_slack.finals("C1", "1.0")
@@ -148,11 +153,10 @@ async def test_cancelled_turn_stops_progress_edits(fake_slack: FakeSlack, client
     runner.start(SessionKey(team="T1", channel="C1", thread_ts="2.0"), "why?", "U1", "2.0")
     await asyncio.wait_for(chat.started.wait(), 5)
     await runner.aclose(timeout_s=0.0)
-    await asyncio.sleep(0.05)
     before = len(fake_slack.calls_of("chat.update"))
     tasks = [t for t in asyncio.all_tasks() if t.get_coro().__qualname__.startswith("SlackProgress")]  # type: ignore[union-attr]
     assert tasks == []
-    await asyncio.sleep(0.2)
+    await asyncio.sleep(0.2)  # a negative: four progress intervals pass without an edit from an orphaned task
     assert len(fake_slack.calls_of("chat.update")) == before
 
 

@@ -23,6 +23,7 @@ from core.health.result import Check, CheckResult, Level
 from core.settings import Settings
 from tests.bot.slack_requests import SECRET
 from tests.fakes.slack_server import FakeSlack
+from tests.waiting import until
 
 
 @pytest.fixture(autouse=True)
@@ -41,13 +42,19 @@ def _free_port() -> int:
 
 
 async def _get(session: aiohttp.ClientSession, url: str) -> tuple[int, Any]:
-    async with asyncio.timeout(20):
-        while True:
-            try:
-                async with session.get(url) as resp:
-                    return resp.status, await resp.json()
-            except aiohttp.ClientConnectionError:
-                await asyncio.sleep(0.05)
+    """GET `url` once the server listens; its status and JSON body."""
+    got: list[tuple[int, Any]] = []
+
+    async def answered() -> bool:
+        try:
+            async with session.get(url) as resp:
+                got.append((resp.status, await resp.json()))
+                return True
+        except aiohttp.ClientConnectionError:
+            return False
+
+    await until(answered, timeout_s=20, interval_s=0.05, message=f"an answer from {url}")
+    return got[-1]
 
 
 @contextlib.asynccontextmanager
@@ -105,14 +112,15 @@ def _own_redis() -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
 
 
 async def _wait_redis(port: int) -> None:
-    async with asyncio.timeout(10):
-        while True:
-            try:
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                return
-            except OSError:
-                await asyncio.sleep(0.05)
+    async def listening() -> bool:
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            return False
+        writer.close()
+        return True
+
+    await until(listening, timeout_s=10, interval_s=0.05, message=f"redis-server on port {port}")
 
 
 async def test_a_redis_outage_makes_readyz_503_naming_redis(fake_slack: FakeSlack, tmp_path: Path) -> None:
@@ -125,10 +133,13 @@ async def test_a_redis_outage_makes_readyz_503_naming_redis(fake_slack: FakeSlac
             assert status == 200, body
             proc.kill()
             proc.wait()
-            async with asyncio.timeout(15):
-                while status == 200:
-                    await asyncio.sleep(0.5)
-                    status, body = await _get(session, f"{base}/readyz")
+
+            async def failing() -> bool:
+                nonlocal status, body
+                status, body = await _get(session, f"{base}/readyz")
+                return status != 200
+
+            await until(failing, timeout_s=15, interval_s=0.1, message="/readyz to notice the outage")
             assert status == 503
             assert "redis" in body["failing"]
             assert (await _get(session, f"{base}/healthz"))[0] == 200
@@ -161,7 +172,7 @@ async def test_readiness_is_cached_and_shared() -> None:
     async def counted() -> CheckResult:
         nonlocal runs
         runs += 1
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(0.05)  # a slow check, so that the ten callers overlap (the sharing under test)
         return CheckResult(name="x", level=Level.OK, detail="ok")
 
     readiness = Readiness([Check("x", counted)], cache_s=5, clock=lambda: now[0])

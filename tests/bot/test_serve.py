@@ -17,6 +17,7 @@ from core.runtime import GC_GEN0_THRESHOLD
 from core.settings import Settings
 from tests.bot.slack_requests import SECRET, SlackSender, mention
 from tests.fakes.slack_server import FakeSlack
+from tests.waiting import until
 
 
 @pytest.fixture(autouse=True)
@@ -45,14 +46,15 @@ async def test_http_mode_serves_health_and_events_then_stops(fake_slack: FakeSla
     task = asyncio.create_task(serve(settings, stop))
     base = f"http://127.0.0.1:{port}"
     async with aiohttp.ClientSession() as session:
-        async with asyncio.timeout(20):
-            while True:
-                try:
-                    async with session.get(f"{base}/healthz") as resp:
-                        assert resp.status == 200
-                        break
-                except aiohttp.ClientConnectionError:
-                    await asyncio.sleep(0.05)
+
+        async def healthy() -> bool:
+            try:
+                async with session.get(f"{base}/healthz") as resp:
+                    return resp.status == 200
+            except aiohttp.ClientConnectionError:
+                return False
+
+        await until(healthy, timeout_s=20, interval_s=0.05, message="/healthz to answer 200")
         status, _ = await SlackSender(session, f"{base}/slack/events").event(mention(ts="41.0"))
         assert status == 200
         # No model is configured: the run ends FAILURE and says so in the thread.

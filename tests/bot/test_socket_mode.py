@@ -100,11 +100,14 @@ async def test_socket_mode_acks_envelopes_runs_one_turn_and_answers_commands(fak
         assert answer["response_type"] == "ephemeral"
         assert "/diag trace" in str(answer["blocks"])
 
-        await asyncio.sleep(0.3)  # the redelivery's listener ran right after its ack; give a second run time to show
-        assert len(chat.turns) == 1
-        assert len(fake_slack.calls_of("chat.postMessage")) == 1
-        assert len(await _finals(fake_slack)) == 1
-        assert all(len(fake_slack.acks_of(e)) == 1 for e in (first, again, command))
+        # A sentinel mention pushed after the redelivery: once it is answered, the redelivery has been decided.
+        sentinel = await fake_slack.push(fake_slack.events_api_envelope(envelope(mention(ts="51.0"))))
+        await fake_slack.wait_until(lambda: bool(fake_slack.finals("C1", "51.0")), timeout_s=10,
+                                    message="the sentinel's answer")
+        assert [t.message_ts for t in chat.turns] == ["50.0", "51.0"]
+        assert [c.params["thread_ts"] for c in fake_slack.calls_of("chat.postMessage")] == ["50.0", "51.0"]
+        assert len(fake_slack.finals("C1", "50.0")) == 1
+        assert all(len(fake_slack.acks_of(e)) == 1 for e in (first, again, command, sentinel))
     assert fake_slack.socket_connections == 1
     assert not fake_slack._sockets  # the client closed its WebSocket on stop
 
@@ -128,7 +131,7 @@ async def test_refused_app_token_fails_serve_and_closes_the_socket_client(fake_s
     with pytest.raises(SlackApiError):
         await asyncio.wait_for(serve(_settings(fake_slack), asyncio.Event(), services=_Services(FakeChat(), InMemoryKV())),
                                20)
-    await asyncio.sleep(0)
+    await asyncio.sleep(0)  # one loop turn: tasks cancelled as serve() unwound finish
     leftovers = [t for t in asyncio.all_tasks() if "process_messages" in repr(t.get_coro())]
     assert leftovers == []
     gc.collect()  # an unclosed aiohttp session would warn here (an error under filterwarnings=error)
@@ -139,8 +142,7 @@ async def test_stop_while_socket_mode_cannot_connect_returns_promptly(fake_slack
     fake_slack.fail("apps.connections.open", "internal_error", times=100)
     stop = asyncio.Event()
     task = asyncio.create_task(serve(_settings(fake_slack), stop, services=_Services(FakeChat(), InMemoryKV())))
-    await fake_slack.wait_for_call("apps.connections.open")
-    await asyncio.sleep(0.2)
+    await fake_slack.wait_for_calls("apps.connections.open", 2)  # refused twice: the SDK is in its retry loop
     stop.set()
     await asyncio.wait_for(task, 5)
     leftovers = [t for t in asyncio.all_tasks() if "process_messages" in repr(t.get_coro())]

@@ -4,7 +4,6 @@ and the stuck run's late answer never becomes a second final message."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from typing import Any
 
@@ -26,11 +25,9 @@ def timing() -> TurnTiming:
 
 
 async def wait_for_finals(h: Harness, thread_ts: str, timeout_s: float = 10.0) -> list[dict[str, Any]]:
-    """Poll the thread until a final message is visible."""
-    async with asyncio.timeout(timeout_s):
-        while not (finals := h.slack.finals("C1", thread_ts)):  # noqa: ASYNC110 - the fake has no event per edit
-            await asyncio.sleep(0.02)
-    return finals
+    """Wait until a final message is visible in the thread."""
+    await h.slack.wait_until(lambda: bool(h.slack.finals("C1", thread_ts)), timeout_s, f"a final in {thread_ts}")
+    return h.slack.finals("C1", thread_ts)
 
 
 async def test_wedged_turn_is_finished_by_the_watchdog_with_one_failure(harness: Harness) -> None:
@@ -61,7 +58,6 @@ async def test_turn_that_answers_in_time_is_never_taken_over(harness: Harness) -
     harness.chat.delay_s = 0.1
     await harness.send.event(mention(ts="61.0"))
     await harness.settle()
-    await asyncio.sleep(TIMING.due_s)
     assert harness.chat.abandoned == []
     assert len(harness.slack.finals("C1", "61.0")) == 1
     assert harness.bot.deps.runner.watchdog.check(time.monotonic() + 3600) == 0  # nothing left to watch
@@ -74,7 +70,8 @@ async def test_watchdog_answer_survives_slack_faults_too(harness: Harness) -> No
     await harness.send.event(mention(ts="62.0"))
     [final] = await wait_for_finals(harness, "62.0")
     assert final["metadata"]["event_payload"]["outcome"] == "FAILURE"
-    await asyncio.sleep(0.5)
+    await harness.slack.wait_until(lambda: len(harness.slack.thread("C1", "62.0")) == 1,
+                                   message="the placeholder to go, leaving only the final")
     assert [m.get("metadata") is not None for m in harness.slack.thread("C1", "62.0")] == [True]
     harness.chat.unstick.set()
     await harness.settle()

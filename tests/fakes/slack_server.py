@@ -8,7 +8,8 @@ apps.connections.open hands out `ws://.../link`, where it says `hello`, pushes t
 (slack_blocks.py: invalid_blocks / only_one_table_allowed / msg_blocks_too_long), so a renderer bug shows up as an
 `ok: false` answer here rather than in production. `plan` (tests/fakes/slack_faults.py) injects any bad answer —
 JSON errors, text/HTML/empty bodies, resets, 429s — per method and call number; `thread()` / `finals()` show what a
-user sees in a thread after every edit and deletion.
+user sees in a thread after every edit and deletion; `wait_until()` / `wait_for_calls()` wait on that state, woken
+after each answered call, so tests never sleep a fixed time for Slack traffic.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import itertools
 import json
 import uuid
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -80,6 +82,7 @@ class FakeSlack(AiSurface):
     titles: list[dict[str, Any]] = field(default_factory=list)
     rejected_responses: list[dict[str, Any]] = field(default_factory=list)  # response_url posts Slack would refuse
     _call_arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    _call_answered: asyncio.Event = field(default_factory=asyncio.Event)
     _response_arrived: asyncio.Event = field(default_factory=asyncio.Event)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     acks: list[dict[str, Any]] = field(default_factory=list)
@@ -90,6 +93,7 @@ class FakeSlack(AiSurface):
     _sockets: set[web.WebSocketResponse] = field(default_factory=set)
     _socket_connected: asyncio.Event = field(default_factory=asyncio.Event)
     _ack_arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    _answered: defaultdict[str, int] = field(default_factory=lambda: defaultdict(int))  # calls answered per method
     _runner: web.AppRunner | None = None
     port: int = 0
 
@@ -237,6 +241,26 @@ class FakeSlack(AiSurface):
                 self._call_arrived.clear()
                 await self._call_arrived.wait()
 
+    async def wait_until(self, predicate: Callable[[], bool], timeout_s: float = 5.0,
+                         message: str | Callable[[], str] = "the fake Slack's state") -> None:
+        """Wait until `predicate` holds, checked again after each Web API call is answered (its effect applied);
+        AssertionError naming `message` after `timeout_s`."""
+        try:
+            async with asyncio.timeout(timeout_s):
+                while not predicate():
+                    self._call_answered.clear()
+                    await self._call_answered.wait()
+        except TimeoutError:
+            text = message() if callable(message) else message
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {text}") from None
+
+    async def wait_for_calls(self, method: str, count: int, timeout_s: float = 5.0) -> list[Call]:
+        """Wait until at least `count` calls of `method` have been answered; returns the calls received so far."""
+        answered = self._answered
+        await self.wait_until(lambda: answered[method] >= count, timeout_s,
+                              lambda: f"{count} answered {method} calls (got {answered[method]})")
+        return self.calls_of(method)
+
     async def next_response(self, timeout_s: float = 5.0) -> dict[str, Any]:
         """Wait for and take the oldest response_url post (respond())."""
         async with asyncio.timeout(timeout_s):
@@ -247,6 +271,13 @@ class FakeSlack(AiSurface):
 
     async def _api(self, request: web.Request) -> web.StreamResponse:
         method = request.match_info["method"]
+        try:
+            return await self._answer(method, request)
+        finally:
+            self._answered[method] += 1
+            self._call_answered.set()
+
+    async def _answer(self, method: str, request: web.Request) -> web.StreamResponse:
         params = await self._params(request)
         self.calls.append(Call(method, params))
         self._call_arrived.set()

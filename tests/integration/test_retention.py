@@ -22,6 +22,7 @@ from core.stores.sql.retention import PURGED, purge_older_than
 from entrypoints.cli import main
 from tests.metrics_text import sample
 from tests.sql_databases import BACKENDS, empty_database
+from tests.waiting import until
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 CUTOFF = NOW - timedelta(days=30)
@@ -98,20 +99,39 @@ async def test_scheduler_logs_and_retries_a_failing_purge(caplog: pytest.LogCapt
     metrics = Metrics()
     scheduler = RetentionScheduler(flaky, 30, metrics=metrics, first_run_delay_s=0.05, retry_delays_s=(0.05, 0.1),
                                    clock=lambda: NOW)
-    with caplog.at_level(logging.WARNING, logger="core.service.retention"):
+    with caplog.at_level(logging.INFO, logger="core.service.retention"):
         scheduler.start()
         try:
             await asyncio.wait_for(recovered.wait(), 10)
-            await asyncio.sleep(0.05)  # let the successful run finish its bookkeeping
+            await until(lambda: "retention purge: 4 rows" in caplog.text,  # its last bookkeeping step
+                        message="the successful run's log line")
         finally:
             await scheduler.aclose()
     assert calls == [CUTOFF] * 3
-    assert scheduler.consecutive_failures == 0
     assert [r.getMessage() for r in caplog.records].count(
         "retention purge failed (ConnectionRefusedError); retry 1 in 0 s") == 1
     text = metrics.render().decode()
     assert sample(text, "diagbot_retention_failures_total") == 2
     assert sample(text, "diagbot_retention_purged_rows_total", table="runs") == 4
+
+
+async def test_a_successful_purge_starts_the_retries_over(caplog: pytest.LogCaptureFixture) -> None:
+    """After a purge succeeds, the next failure is retry 1 again, with the first (shortest) delay."""
+    results: list[Exception | dict[str, int]] = [ConnectionRefusedError("down"), ConnectionRefusedError("down"),
+                                                 {"runs": 1}, ConnectionRefusedError("down")]
+
+    async def purge(_: datetime) -> dict[str, int]:
+        result = results.pop(0)
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    scheduler = RetentionScheduler(purge, 30, retry_delays_s=(60, 120), clock=lambda: NOW)
+    with caplog.at_level(logging.WARNING, logger="core.service.retention"):
+        for _ in range(4):
+            await scheduler.run_once()
+    assert [r.getMessage().split("; ")[1] for r in caplog.records] == ["retry 1 in 60 s", "retry 2 in 120 s",
+                                                                        "retry 1 in 60 s"]
 
 
 async def test_scheduler_purges_a_real_database_on_its_schedule(tmp_path: Path) -> None:
