@@ -96,7 +96,7 @@ class FakeBoundary:
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             if self.delay_s:
-                await asyncio.sleep(self.delay_s)
+                await asyncio.sleep(self.delay_s)  # a slow backend, as configured by the test
         finally:
             self.in_flight -= 1
         try:

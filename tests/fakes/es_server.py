@@ -305,7 +305,7 @@ class FakeElasticsearch:
         self.requests.append(Recorded(request.method, request.path, index, dict(request.headers), body))
         if self.fault is not None:
             if self.fault.delay_s:
-                await asyncio.sleep(self.fault.delay_s)
+                await asyncio.sleep(self.fault.delay_s)  # a slow cluster is the fault being injected
             if self.fault.status != 200 or self.fault.body:
                 text = self.fault.body if isinstance(self.fault.body, str) else json.dumps(self.fault.body)
                 return web.Response(status=self.fault.status, text=text, content_type="application/json")

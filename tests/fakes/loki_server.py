@@ -229,7 +229,7 @@ class FakeLoki:
         fault = self.faults.get(endpoint)
         if fault is not None:
             if fault.delay_s:
-                await asyncio.sleep(fault.delay_s)
+                await asyncio.sleep(fault.delay_s)  # a slow Loki is the fault being injected
             if fault.status != 200 or fault.body:
                 return recorded, web.Response(status=fault.status, text=fault.body)
         return recorded, None

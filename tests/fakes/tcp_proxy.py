@@ -59,7 +59,7 @@ class TcpProxy:
         for writer in list(self._writers):
             writer.transport.abort()
         self._writers.clear()
-        await asyncio.sleep(0)
+        await asyncio.sleep(0)  # one loop turn: the aborted transports run their connection_lost callbacks
 
     async def restore(self) -> None:
         """The outage ends: listen again on the same port."""

@@ -19,6 +19,7 @@ from core.service.run_context import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.sql import Database, SqlAuditStore, SqlTimelineStore
+from core.stores.sql.migrate import upgrade
 from testkit.tools import FakeTool
 
 pytestmark = pytest.mark.redis
@@ -38,7 +39,7 @@ def _logs(n: int) -> RawResult:
 async def sql(sqlite_url: str) -> AsyncIterator[Database]:
     """A fresh SQLite audit/timeline database."""
     db = Database(sqlite_url)
-    await db.create_all()
+    await upgrade(db)
     yield db
     await db.dispose()
 

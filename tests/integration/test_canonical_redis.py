@@ -192,7 +192,7 @@ async def test_redis_kv_key_expires(redis_client: aioredis.Redis, key_prefix: st
     """A short TTL really expires the key, so a later set_if_absent succeeds."""
     kv = RedisKV(redis_client, prefix=key_prefix)
     assert await kv.set_if_absent("lock", "a", 0.05) is True
-    await asyncio.sleep(0.1)
+    await asyncio.sleep(0.1)  # the TTL passes: the expiry is the behaviour under test
     assert await kv.set_if_absent("lock", "b", 5) is True
 
 

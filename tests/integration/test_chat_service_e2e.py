@@ -529,8 +529,8 @@ async def test_two_processes_sharing_redis_cancel_and_serialise(
         hosted = asyncio.create_task(host.ask(progress=progress))
         run_id = await progress.run_id_after_tool()
         waiting = asyncio.create_task(other.ask("and the database?"))
-        await asyncio.sleep(0.3)
-        assert not waiting.done(), "the second process must wait for the session's running turn"
+        done, _ = await asyncio.wait({waiting}, timeout=0.3)  # a negative: 300 ms later it is still waiting
+        assert not done, "the second process must wait for the session's running turn"
         assert await other.services.chat_service.cancel_run(run_id) is True
         outcome = await asyncio.wait_for(hosted, 5)
         assert outcome.outcome is Outcome.FAILURE

@@ -125,11 +125,11 @@ async def test_model_endpoint_lists_the_configured_models() -> None:
 async def test_checks_run_concurrently_bounded_and_never_raise() -> None:
     """Slow checks run at once (total about one timeout), a hanging one ends at the timeout, a raising one is a line."""
     async def slow() -> CheckResult:
-        await asyncio.sleep(0.3)
+        await asyncio.sleep(0.3)  # slow checks: run one after another they would take five times as long
         return CheckResult(name="slow", level=Level.OK, detail="done")
 
     async def hangs() -> CheckResult:
-        await asyncio.sleep(60)
+        await asyncio.sleep(60)  # a check that never ends: the timeout must
         raise AssertionError
 
     async def raises() -> CheckResult:

@@ -16,6 +16,7 @@ import pytest
 from core.contracts.feedback import Feedback, Vote
 from core.stores.sql.db import Database
 from core.stores.sql.feedback import SqlFeedbackStore
+from core.stores.sql.migrate import upgrade
 from entrypoints.cli import main
 from testkit.openai_server import FakeOpenAIServer
 from tests.paths import REPO_ROOT
@@ -211,7 +212,7 @@ def test_demo_runs_are_traceable_with_the_printed_command(tmp_path: Path, monkey
 async def _seed_votes(tmp_path: Path) -> None:
     database = Database(f"sqlite+aiosqlite:///{tmp_path}/cli.db")
     try:
-        await database.create_all()
+        await upgrade(database)
         store = SqlFeedbackStore(database)
         now = datetime.now(UTC)
         await store.record(Feedback(run_id="run_a", user="U1", team="T1", vote=Vote.UP, at=now - timedelta(days=1)))

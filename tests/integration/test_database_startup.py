@@ -24,6 +24,7 @@ from core.stores.sql.migrate import head_revision, schema_status
 from entrypoints.cli import main
 from tests.conftest import MARIADB_URL, POSTGRES_URL
 from tests.sql_databases import empty_database
+from tests.waiting import until
 
 REPO = Path(__file__).resolve().parents[2]
 # Each process imports everything first, says "ready", then waits for "go" on stdin: the test releases them together.
@@ -116,9 +117,8 @@ async def test_sqlite_file_in_a_missing_folder_is_named(tmp_path: Path) -> None:
     assert "folder" in err.fix
     # aiosqlite stops the worker thread of a failed connect without awaiting it; let it finish on this loop, or it
     # calls back into a closed loop during a later test.
-    async with asyncio.timeout(5):
-        while any("_connection_worker_thread" in t.name for t in set(threading.enumerate()) - before):  # noqa: ASYNC110
-            await asyncio.sleep(0.01)
+    await until(lambda: not any("_connection_worker_thread" in t.name for t in set(threading.enumerate()) - before),
+                message="aiosqlite's worker thread to stop")
 
 
 async def test_stale_schema_without_auto_migrate_is_named(tmp_path: Path) -> None:

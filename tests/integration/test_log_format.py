@@ -37,7 +37,7 @@ async def test_json_lines_carry_the_run_of_each_task() -> None:
 
     async def run(n: int) -> None:
         with log_fields(run_id=f"run_{n}", session=f"T:C:{n}"):
-            await asyncio.sleep(0.01 * (3 - n))
+            await asyncio.sleep(0.01 * (3 - n))  # the tasks interleave: each logs while the others are bound
             log.info("step of %d", n)
 
     await asyncio.gather(*(run(n) for n in range(3)))

@@ -139,8 +139,8 @@ async def test_upgrade_waits_for_the_schema_lock(backend: str, tmp_path: Path) -
                     name = f"diagbot_schema.{sa.engine.make_url(db.url).database}"
                     await conn.execute(sa.text("SELECT GET_LOCK(:n, 5)"), {"n": name})
                 task = asyncio.create_task(upgrade(db))
-                await asyncio.sleep(1.0)
-                assert not task.done()
+                done, _ = await asyncio.wait({task}, timeout=1.0)  # a negative: a second later it still waits
+                assert not done
                 assert not await _tables(holder)
                 unlock = "SELECT pg_advisory_unlock(:k)" if backend == "postgres" else "SELECT RELEASE_LOCK(:n)"
                 await conn.execute(sa.text(unlock), {"k": PG_LOCK_KEY} if backend == "postgres" else {"n": name})

@@ -18,6 +18,7 @@ from core.observability.metrics import Metrics
 from core.service.retention import RetentionScheduler
 from core.stores.sql import Database, SqlAuditStore, SqlRunStore, SqlTimelineStore
 from core.stores.sql.db import guard_drafts, reasoning_audit
+from core.stores.sql.migrate import upgrade
 from core.stores.sql.retention import PURGED, purge_older_than
 from entrypoints.cli import main
 from tests.metrics_text import sample
@@ -35,7 +36,7 @@ async def db(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Da
     async with empty_database(request.param, tmp_path) as url:
         database = Database(url)
         try:
-            await database.create_all()
+            await upgrade(database)
             yield database
         finally:
             await database.dispose()
@@ -138,7 +139,7 @@ async def test_scheduler_purges_a_real_database_on_its_schedule(tmp_path: Path) 
     """Wired to purge_older_than, the scheduled job removes old rows of a SQLite database."""
     database = Database(f"sqlite:///{tmp_path}/diag.db")
     try:
-        await database.create_all()
+        await upgrade(database)
         await _seed(database, *OLD, n=2)
         await _seed(database, *NEW, n=1)
         done = asyncio.Event()
@@ -175,7 +176,7 @@ async def test_purge_command_deletes_rows_past_the_age(tmp_path: Path, monkeypat
     url = f"sqlite:///{tmp_path}/diag.db"
     database = Database(url)
     try:
-        await database.create_all()
+        await upgrade(database)
         now = datetime.now(UTC)
         await _seed(database, "old", now - timedelta(days=31), n=2)
         await _seed(database, "new", now - timedelta(days=29), n=1)

@@ -13,7 +13,7 @@ from core.health.result import Level
 from core.health.schema import check_schema
 from core.settings import Settings
 from core.stores.sql.db import Database
-from core.stores.sql.migrate import head_revision
+from core.stores.sql.migrate import head_revision, upgrade
 from tests.sql_databases import empty_database
 
 
@@ -39,7 +39,7 @@ async def test_an_empty_postgres_database_is_behind_and_fatal_without_auto_migra
         assert "diagbot migrate" in behind.fix
         database = Database(url)
         try:
-            await database.create_all()
+            await upgrade(database)
             at_head = await check_schema(settings)
             assert at_head.level is Level.OK
             assert head_revision() in at_head.detail

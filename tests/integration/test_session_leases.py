@@ -24,7 +24,7 @@ class CancelSwallowingKV(InMemoryKV):
 
     async def _swallow_cancel(self) -> None:
         try:
-            await asyncio.sleep(0.02)
+            await asyncio.sleep(0.02)  # a slow read, so a cancel lands inside it
         except asyncio.CancelledError:
             if not self.swallow:
                 raise
@@ -50,7 +50,7 @@ async def test_ending_a_run_never_waits_for_the_cancel_poller() -> None:
         for i in range(30):
             signals.append(CancelSignal())
             async with gate.turn("s", f"r{i}"), gate.active("s", f"r{i}", signals[-1]):
-                await asyncio.sleep(0.011)
+                await asyncio.sleep(0.011)  # each turn's run, longer than a few cancel polls
 
     task = asyncio.create_task(turns())
     done, _ = await asyncio.wait({task}, timeout=5)  # not a timeout around the turns: a hung one would swallow it too
@@ -88,7 +88,7 @@ async def test_live_owner_keeps_its_lease_past_the_ttl(redis_client: aioredis.Re
 
     async with owner.turn("s", "r1"), owner.active("s", "r1", CancelSignal()):
         task = asyncio.create_task(second())
-        await asyncio.sleep(1.2)  # four lease lengths
+        await asyncio.sleep(1.2)  # four lease lengths pass (the lapse a renewal must prevent is the behaviour)
         order.append("r1 done")
         assert await RedisKV(redis_client, key_prefix).get(active_run_key("r1")) == "s"  # the heartbeat is renewed
     await asyncio.wait_for(task, 2)

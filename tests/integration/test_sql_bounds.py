@@ -75,7 +75,7 @@ async def test_sqlite_statement_stops_when_the_call_is_cancelled(lite: Live) -> 
     tool = SqlTool(lite.url, timeout_s=30, row_cap=5)
     endless = "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT COUNT(*) FROM c"
     task = asyncio.create_task(tool.run(SqlArgs(sql=endless)))
-    await asyncio.sleep(0.3)
+    await asyncio.sleep(0.3)  # let the statement run a while (sqlite3 gives no signal that it has started)
     t0 = time.monotonic()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -17,6 +17,7 @@ from core.contracts.feedback import Feedback, Vote
 from core.contracts.run import EventType, RunRecord, RunStatus, TimelineEvent
 from core.stores.sql import Database, SqlAuditStore, SqlRunStore, SqlTimelineStore, normalize_url
 from core.stores.sql.feedback import SqlFeedbackStore
+from core.stores.sql.migrate import upgrade
 from tests.conftest import MARIADB_URL, POSTGRES_URL
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)
@@ -85,7 +86,7 @@ async def db(request: pytest.FixtureRequest, tmp_path: str) -> AsyncIterator[Dat
     backend: str = request.param
     if backend == "sqlite":
         database = Database(f"sqlite:///{tmp_path}/diag.db")
-        await database.create_all()
+        await upgrade(database)
         yield database
         await database.dispose()
         return
@@ -93,7 +94,7 @@ async def db(request: pytest.FixtureRequest, tmp_path: str) -> AsyncIterator[Dat
     url, name = await _fresh_server_database(admin, backend)
     database = Database(url)
     try:
-        await database.create_all()
+        await upgrade(database)
         yield database
     finally:
         await database.dispose()
@@ -110,7 +111,7 @@ def _meta(call_id: str = "call_a", **changes: object) -> InvocationMeta:
 
 async def test_create_all_is_idempotent(db: Database) -> None:
     """Creating the schema twice is harmless (startup runs it every time)."""
-    await db.create_all()
+    await upgrade(db)
     async with db.engine.connect() as conn:
         tables = await conn.run_sync(lambda c: sa.inspect(c).get_table_names())
     assert {"runs", "tool_invocations", "timeline_events", "reasoning_audit"} <= set(tables)

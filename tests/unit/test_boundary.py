@@ -31,6 +31,7 @@ from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
 from testkit.progress import RecordingProgress
 from testkit.tools import FakeTool
+from tests.waiting import until
 
 KB = ToolName.LOOKUP_KNOWLEDGE
 LOGS = ToolName.QUERY_LOGS
@@ -320,7 +321,7 @@ async def test_cancellation_during_a_call_stops_it() -> None:
     tool = FakeTool(KB, _found(), delay_s=30)
     h = Harness(tool)
     task = asyncio.create_task(h.call())
-    await asyncio.sleep(0.02)
+    await until(lambda: bool(tool.calls), message="the backend to start")
     h.ctx.cancelled.set()
     projection = await asyncio.wait_for(task, 2)
     assert projection["error"]["code"] == "CANCELLED"

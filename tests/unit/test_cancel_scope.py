@@ -1,4 +1,7 @@
-"""CancelScope / CancelSignal: a run's cancel cancels the awaiting task in place, and only its own cancellation is absorbed."""
+"""CancelScope / CancelSignal: a run's cancel cancels the awaiting task in place, and only its own cancellation is absorbed.
+
+`asyncio.sleep(5)` inside a scope stands for work that only a cancel ends (each test finishes in milliseconds).
+"""
 
 from __future__ import annotations
 
@@ -34,13 +37,16 @@ async def test_work_finishing_first_keeps_its_result() -> None:
 async def test_a_cancel_from_elsewhere_propagates() -> None:
     signal = CancelSignal()
 
+    entered = asyncio.Event()
+
     async def guarded() -> bool:
         with CancelScope(signal) as scope:
+            entered.set()
             await asyncio.sleep(5)
         return scope.cancelled_caught
 
     task = asyncio.create_task(guarded())
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(entered.wait(), 5)  # the task is suspended inside its scope
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -49,13 +55,16 @@ async def test_a_cancel_from_elsewhere_propagates() -> None:
 async def test_signal_and_outer_cancel_together_propagate() -> None:
     signal = CancelSignal()
 
+    entered = asyncio.Event()
+
     async def guarded() -> bool:
         with CancelScope(signal) as scope:
+            entered.set()
             await asyncio.sleep(5)
         return scope.cancelled_caught
 
     task = asyncio.create_task(guarded())
-    await asyncio.sleep(0.01)
+    await asyncio.wait_for(entered.wait(), 5)  # the task is suspended inside its scope
     signal.set()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -29,6 +29,7 @@ from core.service.chat_service import CHAT_HELP, ChatService
 from core.service.collaborators import RunPolicy, RunStores, RunVersions, Steps
 from core.service.run_context import RunContext
 from core.service.sessions import SessionGate, cancel_key
+from tests.waiting import until
 
 # ---- doubles ------------------------------------------------------------------------------
 
@@ -158,7 +159,7 @@ class Agent:
         self.active += 1
         self.max_active = max(self.max_active, self.active)
         try:
-            await asyncio.sleep(self.delay_s)
+            await asyncio.sleep(self.delay_s)  # the agent's work takes this long (the timing under test)
             if self.raise_exc:
                 raise self.raise_exc
             return Result(self.draft, self.stop_reason)
@@ -418,7 +419,7 @@ async def test_a_draft_submitted_just_before_the_deadline_is_still_released() ->
 
     class SlowRelease(Release):
         async def release(self, ctx: RunContext, draft: DiagnosisDraft) -> ReleaseOutcome:
-            await asyncio.sleep(0.3)
+            await asyncio.sleep(0.3)  # a release slower than the time left before the deadline
             return await super().release(ctx, draft)
 
     rig = make_rig(agent=Agent(delay_s=0.15), release=SlowRelease(), budgets=Budgets(deadline_s=0.2))
@@ -445,11 +446,8 @@ async def test_failing_progress_sink_does_not_break_the_run() -> None:
 
 
 async def _wait_running(rig: Rig) -> str:
-    for _ in range(200):
-        if rig.agent.active:
-            return next(r.run_id for r in rig.runs.runs.values() if r.status is RunStatus.RUNNING)
-        await asyncio.sleep(0.01)
-    raise AssertionError("run never started")
+    await until(lambda: rig.agent.active > 0, timeout_s=2, message="the run to start")
+    return next(r.run_id for r in rig.runs.runs.values() if r.status is RunStatus.RUNNING)
 
 
 async def test_run_store_down_returns_failure_instead_of_raising() -> None:

@@ -11,6 +11,7 @@ from core.contracts.release import FailureCause, Outcome, PublishedReport
 from core.contracts.run import Budgets, RunStatus, SessionKey, StopReason, Turn
 from core.service.run_context import RunContext
 from tests.unit.test_chat_service import Agent, Result, a_draft, make_rig
+from tests.waiting import until
 
 
 @dataclass
@@ -19,6 +20,7 @@ class WedgedFirstRun(Agent):
 
     unstick: asyncio.Event = field(default_factory=asyncio.Event)
     calls: int = 0
+    cancels_ignored: int = 0
 
     async def run(self, ctx: RunContext, previous_report: PublishedReport | None) -> Result:
         self.calls += 1
@@ -27,6 +29,7 @@ class WedgedFirstRun(Agent):
                 try:
                     await self.unstick.wait()
                 except asyncio.CancelledError:
+                    self.cancels_ignored += 1
                     continue
         draft: DiagnosisDraft = a_draft()
         return Result(draft, StopReason.SUBMITTED)
@@ -42,11 +45,12 @@ async def test_abandon_frees_a_wedged_session_and_records_the_failure() -> None:
     agent = WedgedFirstRun()
     rig = make_rig(agent=agent, budgets=Budgets(deadline_s=0.2))
     stuck = asyncio.create_task(rig.service.handle(turn_in("t9", "1.0", run_id="run_stuck")))
-    await asyncio.sleep(1.5)  # past the deadline and the core's own hard backstop: the run ignored both
-    assert not stuck.done()
+    await until(lambda: agent.cancels_ignored >= 1, timeout_s=5,  # the core's hard backstop, past the deadline
+                message="the core to cancel the run")
+    assert not stuck.done()  # the run ignored it
     queued = asyncio.create_task(rig.service.handle(turn_in("t9", "2.0")))
-    await asyncio.sleep(0.1)
-    assert not queued.done()  # one turn per session at a time
+    done, _ = await asyncio.wait({queued}, timeout=0.1)  # a negative: 100 ms later the next turn still waits
+    assert not done  # one turn per session at a time
 
     outcome = await rig.service.abandon("T:C:t9", "run_stuck")
     assert outcome.outcome is Outcome.FAILURE

@@ -21,6 +21,7 @@ from core.steps.judge import LlmSemanticJudge
 from testkit.models import ScriptedChatModel, reply
 from tests.fakes.agent_doubles import FakeBoundary, RecordingAudit, RecordingTimeline, make_ctx
 from tests.unit.test_semantic_guard import DRAFT, snapshot
+from tests.waiting import until
 
 
 class HangingModel:
@@ -95,9 +96,10 @@ async def test_an_agent_call_cut_off_by_a_cancel_is_on_the_trace(prompts: Prompt
 async def test_a_call_cut_off_by_the_services_backstop_is_recorded_then_cancelled() -> None:
     """An outer cancellation (the service's hard backstop) still leaves the MODEL_CALL event, then propagates."""
     timeline = RecordingTimeline()
-    step = ModelStep(HangingModel(), "m", "router", timeout_s=60.0)
+    model = HangingModel()
+    step = ModelStep(model, "m", "router", timeout_s=60.0)
     task = asyncio.ensure_future(step.call([], None, step=1, timeline=timeline))
-    await asyncio.sleep(0.05)
+    await until(lambda: bool(model.timeouts), message="the model call to be sent")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task

@@ -21,6 +21,7 @@ from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
 from core.stores.sql.audit import SqlAuditStore
 from core.stores.sql.db import Database
+from core.stores.sql.migrate import upgrade
 from entrypoints.cli import main
 from testkit.release import FixedJudge, ScriptedRepairer
 from tests.unit.test_guard_codes import RUN, run_records, valid_draft
@@ -77,7 +78,7 @@ async def test_replay_works_after_the_canonical_records_expired() -> None:
 async def _sqlite_with_drafts(path: Path) -> str:
     url = f"sqlite+aiosqlite:///{path}"
     db = Database(url)
-    await db.create_all()
+    await upgrade(db)
     memory, _ = await _released(_invented())
     sql = SqlAuditStore(db)
     for stored in await memory.drafts(RUN):

@@ -177,7 +177,8 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
 
 
 class Database:
-    """One async engine; `await create_all()` brings the schema to head, `await dispose()` at shutdown."""
+    """One async engine (the schema is brought to head by core.stores.sql.migrate.upgrade); `await dispose()` at
+    shutdown."""
 
     def __init__(self, url: str, **engine_options: Any) -> None:
         self.url = normalize_url(url)
@@ -191,12 +192,6 @@ class Database:
     def dialect(self) -> str:
         """The backend name: sqlite, mysql or postgresql."""
         return make_url(self.url).get_backend_name()
-
-    async def create_all(self) -> None:
-        """Upgrade the schema to the newest migration, under a database lock (safe when replicas start together)."""
-        from core.stores.sql.migrate import upgrade  # the migration runner imports this module
-
-        await upgrade(self)
 
     async def dispose(self) -> None:
         """Close every pooled connection."""
