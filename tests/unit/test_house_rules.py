@@ -37,16 +37,18 @@ def where(path: Path, node: ast.AST, root: Path) -> str:
     return f"{path.relative_to(root)}:{getattr(node, 'lineno', 0)}"
 
 
+def last_name(node: ast.expr) -> str | None:
+    """The last part of a (dotted) name: 'deque' for `collections.deque`; None for anything else."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
 def called_name(node: ast.expr) -> str | None:
     """The last name of what a call calls (`collections.deque(...)` -> 'deque'), None for anything else."""
-    if not isinstance(node, ast.Call):
-        return None
-    func = node.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return None
+    return last_name(node.func) if isinstance(node, ast.Call) else None
 
 
 def is_mutable_value(value: ast.expr | None) -> bool:
@@ -60,13 +62,7 @@ def is_mutable_value(value: ast.expr | None) -> bool:
 
 def decorator_name(node: ast.expr) -> str | None:
     """'lru_cache' for @lru_cache, @functools.lru_cache and @functools.lru_cache(maxsize=...)."""
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    return None
+    return last_name(node.func if isinstance(node, ast.Call) else node)
 
 
 def module_state_offences(path: Path, root: Path = REPO_ROOT) -> Iterator[str]:
