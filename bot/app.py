@@ -26,12 +26,14 @@ from bot.outgoing import OutgoingRedaction, RedactingWebClient, install_respond_
 from bot.progress import MIN_INTERVAL_S
 from bot.render.links import SourceLinks
 from bot.render.message import RenderOptions
+from bot.turn_jobs import JobWorker, TurnJobs, WorkerPolicy
 from bot.turns import TurnRunner
 from bot.unhandled import register_unhandled
 from bot.watchdog import TurnTiming
 from core.contracts.run import RunRecord
 from core.observability.metrics import Metrics
-from core.ports import ChatServicePort, FeedbackPort, KeyValueStore
+from core.ports import ChatServicePort, FeedbackPort, JobQueue, KeyValueStore
+from core.queue.memory import InMemoryJobQueue
 from core.service.feedback import FeedbackService
 from core.settings import Settings
 from core.stores.memory import InMemoryFeedbackStore
@@ -75,8 +77,16 @@ class SlackBot:
     deps: BotDeps
     session: aiohttp.ClientSession | None = None
 
+    def start(self) -> None:
+        """Start working queued turns (inside the running loop; a first submitted turn starts it too)."""
+        if self.deps.jobs.worker is not None:
+            self.deps.jobs.worker.start()
+
     async def aclose(self, timeout_s: float = 10.0) -> None:
-        """Let running turns finish (bounded), then cancel them; close the connection pool we opened."""
+        """Stop taking turns; let running ones finish within `timeout_s` (the shutdown grace), hand the rest back to
+        a durable queue or cancel them; close the connection pool we opened."""
+        if self.deps.jobs.worker is not None:
+            await self.deps.jobs.worker.aclose(timeout_s)
         await self.deps.runner.aclose(timeout_s)
         await self.deps.dedup.aclose()
         if self.session is not None:
@@ -86,8 +96,11 @@ class SlackBot:
 def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, client: AsyncWebClient | None = None,
               progress_interval_s: float = MIN_INTERVAL_S, pooled: bool = True,
               metrics: Metrics | None = None, delivery: DeliveryPolicy = DeliveryPolicy(),
-              feedback: FeedbackPort | None = None, timing: TurnTiming | None = None) -> SlackBot:
-    """Build the app and its listeners' shared state (call inside a running loop when pooled; close with aclose)."""
+              feedback: FeedbackPort | None = None, timing: TurnTiming | None = None,
+              queue: JobQueue | None = None, work: bool = True) -> SlackBot:
+    """Build the app and its listeners' shared state (call inside a running loop when pooled; close with aclose).
+
+    Turns go to `queue` (in-process without one); with `work` this process also works the queue (DIAG_WORKER_*)."""
     session = None
     if client is None and pooled:
         session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=MAX_SLACK_CONNECTIONS))
@@ -97,13 +110,17 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
     signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     app = AsyncApp(client=client, signing_secret=signing_secret, name="diagbot")
     install_respond_redaction(app, outgoing)
+    runner = TurnRunner(chat, client, progress_interval_s, delivery=delivery, kv=kv,
+                        timing=timing or TurnTiming(run_deadline_s=settings.budgets.deadline_s),
+                        streaming=settings.diag_slack_streaming, render=render_options(settings))
+    queue = queue or InMemoryJobQueue()
+    worker = JobWorker(queue, runner, worker_policy(settings), metrics=metrics) if work else None
     deps = BotDeps(
         chat=chat,
         client=client,
         dedup=Deduplicator(kv),
-        runner=TurnRunner(chat, client, progress_interval_s, delivery=delivery, kv=kv,
-                          timing=timing or TurnTiming(run_deadline_s=settings.budgets.deadline_s),
-                          streaming=settings.diag_slack_streaming, render=render_options(settings)),
+        runner=runner,
+        jobs=TurnJobs(queue, runner, chat, max_jobs=settings.diag_queue_max, metrics=metrics, worker=worker),
         access=RunAccess(chat, ChannelMembers(client)),
         feedback=feedback or FeedbackService(InMemoryFeedbackStore(), _RunsOf(chat), metrics),
         render=render_options(settings),
@@ -124,6 +141,12 @@ class _RunsOf:
 
     async def get(self, run_id: str) -> RunRecord | None:
         return await self._chat.get_run(run_id)
+
+
+def worker_policy(settings: Settings) -> WorkerPolicy:
+    """DIAG_WORKER_CONCURRENCY, DIAG_QUEUE_CLAIM_AFTER_S and DIAG_SHUTDOWN_GRACE_S."""
+    return WorkerPolicy(concurrency=settings.diag_worker_concurrency, claim_after_s=settings.diag_queue_claim_after_s,
+                        shutdown_grace_s=settings.diag_shutdown_grace_s)
 
 
 def render_options(settings: Settings) -> RenderOptions:

@@ -57,7 +57,7 @@ async def cancel_message(deps: BotDeps, run_id: str, team: str, user: str) -> st
     run = await deps.access.run_for(run_id, team, user)
     if run is None:
         return DENIAL
-    if await deps.chat.cancel_run(run_id):
+    if await deps.jobs.cancel_run(run_id):
         return f"Cancelling run {code(run_id)}."
     return f"Run {code(run_id)} is not running."
 

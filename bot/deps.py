@@ -1,4 +1,4 @@
-"""What the Slack listeners share: settings, the core port, dedup, the turn runner, membership checks."""
+"""What the Slack listeners share: settings, the core port, dedup, the turn queue and runner, membership checks."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.access import RunAccess
 from bot.dedup import Deduplicator
 from bot.render.message import RenderOptions
+from bot.turn_jobs import TurnJobs
 from bot.turns import TurnRunner
 from core.ports import ChatServicePort, FeedbackPort
 
@@ -21,6 +22,7 @@ class BotDeps:
     client: AsyncWebClient
     dedup: Deduplicator
     runner: TurnRunner
+    jobs: TurnJobs
     access: RunAccess
     feedback: FeedbackPort
     render: RenderOptions = field(default_factory=RenderOptions)

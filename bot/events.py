@@ -85,7 +85,7 @@ async def _claim(deps: BotDeps, body: dict[str, Any], channel: str, ts: str, ret
 
 
 async def _cancel(deps: BotDeps, session: SessionKey) -> None:
-    stopped = await deps.chat.cancel_session(session.as_str())
+    stopped = await deps.jobs.cancel_session(session.as_str())
     text = "Stopping the current run." if stopped else "Nothing is running in this thread."
     await post_in_thread(deps.client, session.channel, session.thread_ts, SlackMessage(text=text, blocks=[section(text)]))
 
@@ -102,7 +102,7 @@ async def dispatch_turn(deps: BotDeps, body: dict[str, Any], event: dict[str, An
         return
     if not text:
         text = "help"
-    deps.runner.start(session, text, event.get("user", ""), ts)
+    await deps.jobs.submit(session, text, event.get("user", ""), ts)
 
 
 def register_events(app: AsyncApp, deps: BotDeps) -> None:

@@ -15,15 +15,18 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
-from bot.app import build_bot
+from bot.app import SlackBot, build_bot
 from bot.health import Readiness, add_health_routes, start_health_server
 from bot.metering import ack_timer, add_metrics_route
+from bot.recovery import TurnRecovery
 from bot.request_guard import request_guard
 from bot.slack_errors import error_code
 from core.health.catalog import readiness_checks
 from core.health.result import CheckResult
 from core.observability.metrics import Metrics
-from core.ports import ChatServicePort, KeyValueStore
+from core.ports import ChatServicePort, JobQueue, KeyValueStore
+from core.queue.memory import InMemoryJobQueue
+from core.queue.redis_streams import RedisJobQueue
 from core.runtime import tune_gc
 from core.settings import Settings
 
@@ -65,7 +68,7 @@ def build_readiness(settings: Settings, services: ServingServices, warnings: Seq
     return Readiness(checks, warnings=warnings)
 
 
-def _stop_event() -> asyncio.Event:
+def stop_event() -> asyncio.Event:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -74,7 +77,7 @@ def _stop_event() -> asyncio.Event:
     return stop
 
 
-async def _build_services(settings: Settings) -> Any:
+async def open_services(settings: Settings) -> Any:
     from core.bootstrap import build_services  # the one wiring place; imported here so bot/ stays importable alone
 
     services = build_services(settings)
@@ -152,6 +155,23 @@ async def _serve_http(bot_app: AsyncApp, settings: Settings, readiness: Readines
         await runner.cleanup()
 
 
+def queue_for(services: ServingServices) -> JobQueue:
+    """The turn queue: Redis Streams on the services' Redis (shared by every serve and worker process), else
+    in this process."""
+    redis = getattr(services, "redis", None)
+    if redis is None:
+        return InMemoryJobQueue()
+    return RedisJobQueue(redis, getattr(services, "redis_prefix", "diag:"))
+
+
+def start_recovery(services: ServingServices, bot: SlackBot) -> TurnRecovery:
+    """The recovery job over this bot's queue, store and client (started)."""
+    recovery = TurnRecovery(services.chat_service, bot.deps.jobs.queue, services.kv, bot.deps.client,
+                            render=bot.deps.render)
+    recovery.start()
+    return recovery
+
+
 def _start_retention(services: ServingServices) -> Any:
     """Start the daily retention purge of real services (doubles without a database have none)."""
     make = getattr(services, "retention_scheduler", None)
@@ -170,14 +190,17 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     """
     owned: Any = None
     if services is None:
-        services = owned = await _build_services(settings)
+        services = owned = await open_services(settings)
     metrics: Metrics = getattr(services, "metrics", None) or Metrics()  # lighter test doubles may have none
     feedback = getattr(services, "feedback", None)  # votes go to SQL with the real services
-    bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics, feedback=feedback)
+    bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics, feedback=feedback,
+                    queue=queue_for(services))
     readiness = build_readiness(settings, services, warnings)
     tune_gc()
-    stop = stop or _stop_event()
+    stop = stop or stop_event()
     retention = _start_retention(services)
+    bot.start()
+    recovery = start_recovery(services, bot)
     try:
         if settings.slack_app_token is not None:
             await _serve_socket_mode(bot.app, settings.slack_app_token.get_secret_value(), settings, readiness, stop,
@@ -185,8 +208,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
         else:
             await _serve_http(bot.app, settings, readiness, stop, metrics)
     finally:
+        await recovery.aclose()
         if retention is not None:
             await retention.aclose()
-        await bot.aclose()
+        await bot.aclose(settings.diag_shutdown_grace_s)  # runs finish or go back to the queue (SIGTERM)
         if owned is not None:
             await owned.aclose()

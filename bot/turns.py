@@ -1,8 +1,10 @@
-"""Running one turn after the ack: placeholder, ChatService.handle, final message; tasks kept until done.
+"""Running one attempt of a turn: placeholder, ChatService.handle, final message.
 
-Every accepted turn is watched (bot.watchdog) and its final message goes out through the per-turn answer record
+The queue worker (bot/turn_jobs.py) calls `TurnRunner.run` for each job it takes; `start` runs one directly (tests,
+tools). Every attempt is watched (bot.watchdog) and its final message goes out through the per-turn answer record
 (bot.final_once.post_final_once), so a turn ends in exactly one final message by `TurnTiming.answer_by_s` whatever
-a component does: normally from the turn itself, else from the watchdog's take-over.
+a component does: normally from the attempt itself, else from the watchdog's take-over. A re-run (its first worker
+died, or handed it back at shutdown) edits the placeholder the first attempt posted and says it was re-run.
 """
 
 from __future__ import annotations
@@ -11,21 +13,31 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Awaitable, Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.delivery import DeliveryPolicy
-from bot.final_once import keep_placeholder, post_final_once
-from bot.progress import MIN_INTERVAL_S
-from bot.render.message import RenderOptions, SlackMessage, internal_error_message, render_outcome, shutdown_message
-from bot.stream import progress_for
+from bot.final_once import keep_placeholder, placeholder_key, post_final_once
+from bot.progress import MIN_INTERVAL_S, SlackProgress
+from bot.render.message import (
+    RenderOptions,
+    SlackMessage,
+    cancelled_before_start_message,
+    internal_error_message,
+    render_outcome,
+    restart_note,
+    shutdown_message,
+)
+from bot.stream import TurnProgress, progress_for
 from bot.watchdog import TurnState, TurnTarget, TurnTiming, Watchdog
 from core.contracts.release import FallbackMessage, Outcome, ReleaseOutcome
-from core.contracts.run import SessionKey, Turn
-from core.observability.log_context import bind_log_fields, task_context
+from core.contracts.run import SessionKey
+from core.observability.log_context import bind_log_fields
 from core.ports import ChatServicePort, KeyValueStore
+from core.queue.job import TurnJob, turn_job_id
 from core.service.chat_service import new_run_id
 from core.stores.kv import InMemoryKV
 
@@ -57,6 +69,33 @@ async def bounded(work: Awaitable[T], timeout_s: float) -> T | None:
     return task.result()
 
 
+@dataclass(frozen=True)
+class Ready:
+    """What the queue said just before the run: go or not (cancelled while waiting), and the run re-run."""
+
+    go: bool = True
+    restart_of: str | None = None
+
+
+READY = Ready()
+
+
+@dataclass
+class Attempt:
+    """One attempt at a job: the run id it gets, and the queue's hooks around it."""
+
+    job: TurnJob
+    run_id: str
+    ready: Callable[[], Awaitable[Ready]] | None = None
+    """Waits for the thread's earlier turns and records the attempt (the queue); None: go at once."""
+    adopt_placeholder: bool = False
+    """An earlier attempt may have posted the placeholder: edit that one instead of posting another."""
+    on_taken_over: Callable[[], Awaitable[None]] | None = None
+    """Called after the watchdog answered the turn from outside (the worker finishes the job)."""
+    handing_back: bool = False
+    """Set before the attempt is cancelled for a hand-back at shutdown: it posts nothing (a re-run answers)."""
+
+
 def watchdog_failure(run_id: str) -> ReleaseOutcome:
     """The FAILURE the watchdog posts when the core could not even say what the stuck run observed."""
     return ReleaseOutcome(run_id=run_id, outcome=Outcome.FAILURE, fallback=FallbackMessage(
@@ -65,7 +104,7 @@ def watchdog_failure(run_id: str) -> ReleaseOutcome:
 
 
 class TurnRunner:
-    """Starts turns as background tasks (references kept so they are not garbage-collected) and delivers results."""
+    """Runs attempts of turns (the worker's, or background tasks kept referenced) and delivers their results."""
 
     def __init__(self, chat: ChatServicePort, client: AsyncWebClient, progress_interval_s: float = MIN_INTERVAL_S, *,
                  timing: TurnTiming = TurnTiming(), delivery: DeliveryPolicy = DeliveryPolicy(),
@@ -86,12 +125,22 @@ class TurnRunner:
 
     @property
     def in_flight(self) -> int:
-        """Listeners still deciding plus background turns still running."""
+        """Listeners still deciding plus background work still running."""
         return len(self._tasks) + self._busy
+
+    @property
+    def kv(self) -> KeyValueStore:
+        """The store holding the per-turn answer records."""
+        return self._kv
+
+    @property
+    def client(self) -> AsyncWebClient:
+        """The Web API client the turns post with."""
+        return self._client
 
     @contextlib.contextmanager
     def busy(self) -> Iterator[None]:
-        """Mark a listener at work (so shutdown and tests can wait for it)."""
+        """Mark a listener at work (shutdown waits for it before closing the queue)."""
         self._busy += 1
         try:
             yield
@@ -99,21 +148,13 @@ class TurnRunner:
             self._busy -= 1
 
     def start(self, session: SessionKey, text: str, user: str, message_ts: str) -> asyncio.Task[None]:
-        """Schedule a turn and return at once."""
-        run_id = new_run_id()
-        turn = Turn(session=session, text=text[:MAX_TURN_TEXT], user=user, message_ts=message_ts, run_id=run_id)
-        now = time.monotonic()
-        state = TurnState(target=TurnTarget(session.channel, session.thread_ts, message_ts), session=session,
-                          run_id=run_id, progress=progress_for(self._client, session.channel, session.thread_ts,
-                                                               user=user, team=session.team, streaming=self._streaming,
-                                                               edit_interval_s=self._progress_interval_s),
-                          due=now + self._timing.due_s, until=now + self._timing.answer_by_s)
-        task = asyncio.create_task(self._run(turn, state), name=f"turn:{session.channel}:{message_ts}",
-                                   context=task_context(session=session.as_str()))  # every log line of the turn
-        state.task = task
+        """Run one turn now as a background task, outside any queue, and return at once."""
+        job = TurnJob(job_id=turn_job_id(session.channel, message_ts), session=session, text=text[:MAX_TURN_TEXT],
+                      user=user, message_ts=message_ts, run_id=new_run_id())
+        task = asyncio.create_task(self.run(Attempt(job=job, run_id=job.run_id)),
+                                   name=f"turn:{session.channel}:{message_ts}")
         self._tasks.add(task)
         task.add_done_callback(self._done)
-        self.watchdog.watch(state)
         return task
 
     def spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
@@ -127,6 +168,37 @@ class TurnRunner:
         self._stuck.discard(task)
         if not task.cancelled() and task.exception() is not None:
             log.error("background task %s failed", task.get_name(), exc_info=task.exception())
+
+    async def run(self, attempt: Attempt) -> None:
+        """Run one attempt to its final message (in the calling task, watched by the watchdog)."""
+        job = attempt.job
+        session = job.session
+        bind_log_fields(session=session.as_str())  # each attempt runs in its own task: every log line of the turn
+        now = time.monotonic()
+        progress = await self._progress(attempt)
+        state = TurnState(target=TurnTarget(session.channel, session.thread_ts, job.message_ts), session=session,
+                          run_id=attempt.run_id, progress=progress, due=now + self._timing.due_s,
+                          until=now + self._timing.answer_by_s, task=asyncio.current_task(),
+                          on_taken_over=attempt.on_taken_over)
+        self.watchdog.watch(state)
+        await self._run(attempt, state)
+
+    async def _progress(self, attempt: Attempt) -> TurnProgress:
+        """A re-run edits the placeholder its first attempt posted; otherwise a new one (edits or a stream)."""
+        job = attempt.job
+        channel, thread_ts = job.session.channel, job.session.thread_ts
+        if attempt.adopt_placeholder:
+            try:
+                earlier = await self._kv.get(placeholder_key(job.job_id))
+            except Exception as exc:  # without the record a new placeholder is posted; the final still goes once
+                log.warning("placeholder record of turn %s unavailable: %s", job.job_id, type(exc).__name__)
+                earlier = None
+            if earlier is not None:
+                adopted = SlackProgress(self._client, channel, thread_ts, self._progress_interval_s)
+                adopted.ts = earlier
+                return adopted
+        return progress_for(self._client, channel, thread_ts, user=job.user, team=job.session.team,
+                            streaming=self._streaming, edit_interval_s=self._progress_interval_s)
 
     async def _final(self, state: TurnState, owner: str, msg: SlackMessage, until: float,
                      wait_s: float = CLAIM_WAIT_S) -> None:
@@ -142,22 +214,36 @@ class TurnRunner:
         except Exception as exc:  # this attempt still knows its ts; only a re-run elsewhere would miss it
             log.warning("placeholder of turn %s not recorded: %s", state.target.key, type(exc).__name__)
 
-    async def _run(self, turn: Turn, state: TurnState) -> None:
+    async def _start_progress(self, state: TurnState) -> None:
         progress = state.progress
-        outcome: ReleaseOutcome | None = None
-        try:
+        if progress.ts is None:  # not adopted from an earlier attempt
             await progress.start()
             if progress.ts is not None:
                 await self._keep_placeholder(state)
-            started = time.monotonic()
-            try:
-                outcome = await self._chat.handle(turn, progress)
-                bind_log_fields(run_id=outcome.run_id)  # delivery's log lines belong to the run too
-            except Exception:
-                log.exception("turn failed in channel %s", turn.session.channel)
-        except asyncio.CancelledError:  # shutdown after the grace period: say so in the thread, then stop
+
+    async def _attempt(self, attempt: Attempt, state: TurnState) -> tuple[SlackMessage, Ready] | None:
+        """Wait for the queue's go, run the turn and render its final message (None: nothing may be posted)."""
+        ready = await attempt.ready() if attempt.ready is not None else READY
+        if not ready.go:
+            return cancelled_before_start_message(attempt.run_id), ready
+        started = time.monotonic()
+        try:
+            outcome = await self._chat.handle(attempt.job.turn(attempt.run_id, ready.restart_of), state.progress)
+            bind_log_fields(run_id=outcome.run_id)  # delivery's log lines belong to the run too
+        except Exception:
+            log.exception("turn failed in channel %s", attempt.job.session.channel)
+            return internal_error_message(state.progress.run_id or state.run_id), ready
+        note = restart_note(ready.restart_of) if ready.restart_of else None
+        return render_outcome(outcome, time.monotonic() - started, self._render, note=note), ready
+
+    async def _run(self, attempt: Attempt, state: TurnState) -> None:
+        progress = state.progress
+        try:
+            await self._start_progress(state)
+            result = await self._attempt(attempt, state)
+        except asyncio.CancelledError:  # shutdown after the grace period, or a hand-back: stop, say so if ours
             await progress.close()
-            if not state.abandoned:
+            if not state.abandoned and not attempt.handing_back:
                 with contextlib.suppress(Exception, asyncio.CancelledError):
                     note = shutdown_message(progress.run_id or state.run_id)
                     await self._final(state, state.run_id, note, time.monotonic() + SHUTDOWN_NOTE_TIMEOUT_S, wait_s=0)
@@ -170,9 +256,8 @@ class TurnRunner:
             return
         state.finishing = True
         try:
-            msg = (internal_error_message(progress.run_id or state.run_id) if outcome is None
-                   else render_outcome(outcome, time.monotonic() - started, self._render))
-            await self._final(state, state.run_id, msg, state.until)
+            if result is not None:
+                await self._final(state, state.run_id, result[0], state.until)
         finally:
             self.watchdog.forget(state)
 
@@ -188,11 +273,13 @@ class TurnRunner:
             outcome = await bounded(self._chat.abandon(state.session.as_str(), state.run_id), TAKE_OVER_STEP_TIMEOUT_S)
             msg = render_outcome(outcome or watchdog_failure(state.progress.run_id or state.run_id), None, self._render)
             await self._final(state, f"watchdog:{state.run_id}", msg, max(state.until, time.monotonic() + 5.0), wait_s=0)
+            if state.on_taken_over is not None:
+                await bounded(state.on_taken_over(), TAKE_OVER_STEP_TIMEOUT_S)
         finally:
             self.watchdog.forget(state)
 
     async def aclose(self, timeout_s: float = 10.0) -> None:
-        """Wait briefly for running turns, then cancel the rest (shutdown); never waits on a turn that ignores it."""
+        """Wait briefly for background turns, then cancel the rest (shutdown); never waits on a turn that ignores it."""
         deadline = time.monotonic() + timeout_s
         while self._busy and time.monotonic() < deadline:  # noqa: ASYNC110 - listeners still deciding may start a turn
             await asyncio.sleep(0.01)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -83,6 +83,8 @@ class TurnState:
     """The turn itself is delivering its final message (the watchdog leaves it alone)."""
     abandoned: bool = False
     """The watchdog took the turn over (the turn itself posts nothing more)."""
+    on_taken_over: Callable[[], Awaitable[None]] | None = None
+    """Called once the watchdog has answered the turn (the queue worker finishes the job)."""
 
 
 class Watchdog:

@@ -142,6 +142,7 @@ class Services:
     prompts: PromptLibrary
     is_model_configured: bool
     redis: aioredis.Redis | None = None
+    redis_prefix: str = "diag:"
     metrics: Metrics = field(default_factory=Metrics)
     feedback: FeedbackService | None = None
     _stack: AsyncExitStack = field(default_factory=AsyncExitStack)
@@ -389,6 +390,6 @@ async def build_services(
             settings=settings, chat_service=chat_service, boundary=boundary, canonical=sessions.canonical,
             kv=sessions.kv, runs=records.runs, timeline_store=records.timeline_store, audit=records.audit,
             database=records.database, model=chat_model, prompts=prompts, is_model_configured=configured,
-            redis=sessions.redis, metrics=instruments.metrics,
+            redis=sessions.redis, redis_prefix=redis_prefix, metrics=instruments.metrics,
             feedback=FeedbackService(records.feedback, records.runs, instruments.metrics), _stack=stack.pop_all(),
         )

@@ -67,6 +67,13 @@ class Settings(BaseSettings):
     # Rows of timeline, audit, reasoning audit and runs older than this many days are purged daily.
     diag_retention_days: int = Field(default=30, ge=1)
 
+    # Turn jobs (SPEC §10, §11): runs per process, SIGTERM grace for in-flight runs, and the queue bound beyond which
+    # new turns get an immediate "busy" answer. A job whose worker stopped heartbeating this long is taken over.
+    diag_worker_concurrency: int = Field(default=16, ge=1, le=1000)
+    diag_shutdown_grace_s: float = Field(default=30.0, ge=0)
+    diag_queue_max: int = Field(default=1000, ge=1)
+    diag_queue_claim_after_s: float = Field(default=30.0, gt=0)
+
     # Slack presentation. Streaming progress (chat.startStream + task updates) falls back to placeholder edits when
     # Slack refuses it; DIAG_SLACK_STREAMING=false always uses the edits. Link templates turn sources into links
     # ({service}, {query}, {start}, {end}; URL-encoded), e.g. a Grafana Explore or Kibana Discover URL.

@@ -36,7 +36,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="diagbot", description="Evidence-gated incident diagnosis bot.")
     parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO (default: WARNING)")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    commands.add_parser("serve", help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, else HTTP on $PORT)")
+    commands.add_parser("serve", help="run the Slack app (Socket Mode with SLACK_APP_TOKEN, else HTTP on $PORT); "
+                        "also works queued turns")
+    commands.add_parser("worker", help="work queued turns only, beside `diagbot serve` (needs REDIS_URL)")
     check = commands.add_parser("check", help="validate every setting and probe every dependency, one line each")
     check.add_argument("--model", action="store_true",
                        help="also probe what the model endpoint supports (tools, tool results, content:null, JSON)")
@@ -161,6 +163,20 @@ async def _serve(settings: Settings) -> int:
     return EXIT_OK
 
 
+async def _work(settings: Settings) -> int:
+    from bot.worker import NEEDS_REDIS, work  # the Slack adapter, imported only for this command
+    from entrypoints.check import preflight
+
+    if not settings.redis_url:
+        print(f"diagbot: {NEEDS_REDIS}", file=sys.stderr)
+        return EXIT_USAGE
+    warnings = await preflight(settings, err=lambda line: print(line, file=sys.stderr))
+    if warnings is None:
+        return EXIT_USAGE
+    await work(settings, warnings=warnings)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `diagbot` console script."""
     parser = build_parser()
@@ -175,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               file=sys.stderr)
         return EXIT_USAGE
     # A server says what it is doing at INFO (never payloads, prompts or reasoning); one-shot commands stay quiet.
-    configure_logging(logging.INFO if args.verbose or args.command == "serve" else logging.WARNING,
+    configure_logging(logging.INFO if args.verbose or args.command in ("serve", "worker") else logging.WARNING,
                       settings.diag_log_format)
     try:
         return asyncio.run(_dispatch(parser, args, rest, settings))
@@ -206,6 +222,8 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
         return await _trace(settings, args.run_id)
     if args.command == "serve":
         return await _serve(settings)
+    if args.command == "worker":
+        return await _work(settings)
     if args.command == "replay":
         if (args.run_id is None) == (args.since is None):
             parser.error("replay needs a RUN_ID or --since AGE (one of them)")

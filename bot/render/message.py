@@ -13,7 +13,7 @@ from bot.render.help import chat_blocks
 from bot.render.knowledge import knowledge_blocks, knowledge_summary
 from bot.render.limits import clip_plain, fit_blocks
 from bot.render.links import SourceLinks
-from bot.render.mrkdwn import escape, section
+from bot.render.mrkdwn import context, escape, section
 from bot.render.report import hidden_findings, report_blocks, report_summary
 from core.contracts.release import Outcome, ReleaseOutcome
 
@@ -62,13 +62,16 @@ def _body(outcome: ReleaseOutcome, options: RenderOptions) -> tuple[list[dict[st
 
 
 def render_outcome(outcome: ReleaseOutcome, duration_s: float | None = None,
-                   options: RenderOptions = RenderOptions()) -> SlackMessage:
-    """Render a turn's outcome as one bounded Slack message (footer, buttons and 👍/👎 included)."""
+                   options: RenderOptions = RenderOptions(), *, note: str | None = None) -> SlackMessage:
+    """Render a turn's outcome as one bounded Slack message (footer, buttons and 👍/👎 included); `note` is a plain
+    line above the footer (e.g. that the turn was re-run after its worker stopped)."""
     body, summary = _body(outcome, options)
     show_all = outcome.report is not None and outcome.outcome == Outcome.SUCCESS and hidden_findings(outcome.report)
     tail = footer(outcome.run_id, duration_s, outcome.outcome.value,
                   outcome.fallback_type.value if outcome.fallback_type else None, show_all=show_all,
                   plain_feedback=options.plain_feedback)
+    if note:
+        tail = [context(escape(note)), *tail]
     blocks = fit_blocks(body, tail, run_id=outcome.run_id)
     return SlackMessage(text=clip_plain(escape(summary)), blocks=blocks, metadata=finished_metadata(outcome))
 
@@ -98,3 +101,22 @@ def shutdown_message(run_id: str | None) -> SlackMessage:
     text = f"diagbot was restarted while this run was working, so it stopped without a result{label}. Please ask again."
     return SlackMessage(text=text, blocks=[section(text)], metadata=run_metadata(run_id or "", None, Outcome.FAILURE.value,
                                                                                  None))
+
+
+def cancelled_before_start_message(run_id: str) -> SlackMessage:
+    """The final message of a turn cancelled while it still waited in the queue (no run was started)."""
+    text = "Cancelled before it started: this question was still waiting behind the thread's current run."
+    return SlackMessage(text=text, blocks=[section(text)], metadata=run_metadata(run_id, None, Outcome.FAILURE.value,
+                                                                                 None))
+
+
+def busy_message(waiting: int) -> SlackMessage:
+    """The immediate answer when the queue is full (DIAG_QUEUE_MAX): nothing was started for this message."""
+    text = (f"I'm too busy to take this right now ({waiting} questions are waiting). Nothing was started for this "
+            "message; please ask again in a few minutes.")
+    return SlackMessage(text=text, blocks=[section(text)])
+
+
+def restart_note(first_run_id: str) -> str:
+    """The line a re-run's final message carries."""
+    return f"Re-run from the start: the bot process running it first (run {first_run_id}) stopped."

@@ -135,6 +135,7 @@ class FailureCause(StrEnum):
     NO_DRAFT = "no_draft"
     INTERNAL_ERROR = "internal_error"
     STORAGE = "storage"
+    WORKER_STOPPED = "worker_stopped"
 
 
 class FactTable(BaseModel):

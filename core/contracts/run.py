@@ -50,6 +50,7 @@ class Turn(BaseModel):
     message_ts: str = Field(description="The user message's own ts (dedup key with channel).")
     run_id: str | None = Field(default=None, description="The id the run gets (chosen by the caller, so a watchdog "
                                "or a queue knows it before the run starts); a fresh one when None.")
+    restart_of: str | None = Field(default=None, description="The run this one re-runs (its worker stopped first).")
 
 
 class Budgets(BaseModel):

@@ -77,6 +77,8 @@ class Metrics:
         self._feedback = Counter("diagbot_feedback_votes", "👍/👎 votes on final messages.", ["vote"], registry=r)
         self._queue_depth = Gauge("diagbot_queue_depth", "Turns waiting in the job queue.", registry=r)
         self._queue_oldest = Gauge("diagbot_queue_oldest_job_age_seconds", "Age of the oldest waiting turn.", registry=r)
+        self._queue_jobs = Counter("diagbot_queue_jobs", "Turn jobs by event: queued, duplicate, full, direct (queue "
+                                   "down), reclaimed, handed_back, finished.", ["event"], registry=r)
 
     # ---- runs ----------------------------------------------------------------------------------
 
@@ -159,6 +161,10 @@ class Metrics:
         """The job queue's depth and the age of its oldest waiting turn (0 when empty)."""
         self._queue_depth.set(max(0, depth))
         self._queue_oldest.set(max(0.0, oldest_age_s))
+
+    def queue_job(self, event: str) -> None:
+        """One job event (see the counter's help)."""
+        self._queue_jobs.labels(event=bounded(event)).inc()
 
     # ---- exposition ----------------------------------------------------------------------------
 

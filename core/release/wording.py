@@ -84,6 +84,7 @@ FAILURE_STAGE: Mapping[FailureCause, str] = MappingProxyType({
     FailureCause.NO_DRAFT: "the model ended without writing a report",
     FailureCause.INTERNAL_ERROR: "an internal error stopped the run",
     FailureCause.STORAGE: "the bot could not start or record this run",
+    FailureCause.WORKER_STOPPED: "the bot process running it stopped (a crash or a restart) and nobody took it over",
 })
 FAILURE_STEP: Mapping[FailureCause, str] = MappingProxyType({
     FailureCause.BUDGET_STEPS: "Ask a narrower question (one service, one time window) so fewer steps are needed.",
@@ -99,6 +100,7 @@ FAILURE_STEP: Mapping[FailureCause, str] = MappingProxyType({
     FailureCause.NO_DRAFT: "Ask again naming the service and the time window.",
     FailureCause.INTERNAL_ERROR: "Ask again in a moment; an operator can find the error in the bot's logs.",
     FailureCause.STORAGE: "Ask again in a minute; if it persists, check the bot's Redis and database.",
+    FailureCause.WORKER_STOPPED: "Ask again; the bot's logs say why the process stopped.",
 })
 REVIEW_UNAVAILABLE_STEP = (
     "Check that the review model's endpoint is reachable (the bot's logs name the error), then ask again."

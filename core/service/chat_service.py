@@ -12,7 +12,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
 from core.contracts.progress import ProgressStage, ProgressUpdate
@@ -35,7 +35,7 @@ from core.ports import (
 from core.release.fallback import failure_fallback
 from core.service.collaborators import Instruments, RunPolicy, RunStores, Steps
 from core.service.run_context import CancelScope, RunContext
-from core.service.sessions import SessionGate
+from core.service.sessions import SessionGate, active_run_key
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +114,11 @@ class ChatService:
                 fallback=failure_fallback([], FailureCause.STORAGE),
             )
 
-    async def abandon(self, session_key: str, run_id: str) -> ReleaseOutcome:
-        """Finish a run found stuck past its deadline (the bot's watchdog): free its session for the turns waiting
-        behind it, record it FAILED, and return a FAILURE with what its tools observed. Never raises."""
+    async def abandon(self, session_key: str, run_id: str,
+                      cause: FailureCause = FailureCause.DEADLINE) -> ReleaseOutcome:
+        """Finish a run found stuck past its deadline (the bot's watchdog) or left RUNNING by a worker that stopped
+        (the recovery job): free its session for the turns waiting behind it, record it FAILED, and return a FAILURE
+        with what its tools observed. Never raises."""
         try:
             await self._gate.release(session_key, run_id)
         except Exception as exc:  # the leases still lapse by themselves
@@ -130,13 +132,21 @@ class ChatService:
             log.error("reading stuck run %s failed: %s", run_id, type(exc).__name__)
         stub = record or RunRecord(run_id=run_id, session_key=session_key, team="", channel="", user="", query="",
                                    started_at=datetime.now(UTC))
-        outcome = await self._failure(ctx, stub, FailureCause.DEADLINE)
+        outcome = await self._failure(ctx, stub, cause)
         if record is not None and record.status is RunStatus.RUNNING:
             record.intent = record.intent or Intent(outcome.intent)
             record.outcome, record.status = outcome.outcome, RunStatus.FAILED
             record.finished_at = datetime.now(UTC)
             await self._finish(ctx, record, outcome)
         return outcome
+
+    async def stale_runs(self, min_age_s: float, limit: int = 100) -> list[RunRecord]:
+        """Runs recorded RUNNING for over `min_age_s` whose heartbeat (`run-active:<run_id>`) has stopped: their
+        process died without finishing them (the recovery job finishes those whose turn nobody re-runs)."""
+        started_before = datetime.now(UTC) - timedelta(seconds=min_age_s)
+        running = await self._runs.running(started_before, limit)
+        beats = await self._kv.get_many([active_run_key(r.run_id) for r in running])
+        return [r for r, beat in zip(running, beats, strict=True) if beat is None and not self._gate.is_active(r.run_id)]
 
     async def has_session(self, session_key: str) -> bool:
         """True when any run exists for this session (a KV marker first: it is asked for every thread message)."""
@@ -186,7 +196,11 @@ class ChatService:
         )
         await self._runs.create(record)
         await self._kv.set(_session_seen_key(session_key), run_id, SESSION_SEEN_TTL_S)
-        await ctx.timeline.record(EventType.RUN_STARTED, {"query_chars": len(turn.text)})
+        started: dict[str, Any] = {"query_chars": len(turn.text)}
+        if turn.restart_of:
+            started["restart_of"] = turn.restart_of
+            await self._supersede(turn.restart_of, run_id)
+        await ctx.timeline.record(EventType.RUN_STARTED, started)
         async with self._gate.active(session_key, run_id, ctx.cancelled):
             outcome, status = await self._guarded(ctx, record)
             abandoned = not self._gate.is_active(run_id)
@@ -202,6 +216,20 @@ class ChatService:
             record.published_report = self._redactor.redact_value(outcome.report.model_dump(mode="json"))
         await self._finish(ctx, record, outcome)
         return outcome
+
+    async def _supersede(self, old_run_id: str, run_id: str) -> None:
+        """The run `old_run_id` stopped with its worker and `run_id` re-runs its turn: record the old one FAILED,
+        with a timeline event naming the re-run (so `/diag trace` of either shows both). Never raises."""
+        try:
+            old = await self._runs.get(old_run_id)
+            if old is None or old.status is not RunStatus.RUNNING:
+                return
+            old.status, old.outcome, old.finished_at = RunStatus.FAILED, Outcome.FAILURE, datetime.now(UTC)
+            await self._timeline_factory(old_run_id).record(
+                EventType.RUN_FAILED, {"cause": FailureCause.WORKER_STOPPED.value, "rerun_as": run_id})
+            await self._runs.update(old)
+        except Exception as exc:  # the re-run goes on; the recovery job retries the old record later
+            log.warning("recording run %s as superseded failed: %s", old_run_id, type(exc).__name__)
 
     async def _guarded(self, ctx: RunContext, record: RunRecord) -> tuple[ReleaseOutcome, RunStatus]:
         """Run the turn with cancellation and the hard deadline; map every way out to an outcome."""

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 from core.contracts.evidence import InvocationMeta
 from core.contracts.feedback import Feedback
 from core.contracts.release import Outcome, StoredDraft
-from core.contracts.run import Intent, RunRecord, TimelineEvent
+from core.contracts.run import Intent, RunRecord, RunStatus, TimelineEvent
 from core.stores.sql.audit import UNAVAILABLE
 
 M = TypeVar("M", bound=BaseModel)
@@ -144,6 +144,11 @@ class InMemoryRunStore:
     async def has_session(self, session_key: str) -> bool:
         """True when any run of this session exists."""
         return bool(self._sessions.get(session_key))
+
+    async def running(self, started_before: datetime, limit: int) -> list[RunRecord]:
+        """Runs still RUNNING that started before `started_before`, oldest first."""
+        stale = [r for r in self._runs.values() if r.status is RunStatus.RUNNING and r.started_at < started_before]
+        return [_copy_model(r) for r in sorted(stale, key=lambda r: r.started_at)[:limit]]
 
     async def latest_published(self, session_key: str) -> RunRecord | None:
         """The session's latest run whose intent was DIAGNOSIS and outcome SUCCESS; fallbacks never count."""

@@ -64,7 +64,7 @@ class Harness:
         quiet = 0
         async with asyncio.timeout(timeout_s):
             while quiet < 3:  # listeners start just after the ack: require a few idle checks in a row
-                quiet = quiet + 1 if self.bot.deps.runner.in_flight == 0 else 0
+                quiet = quiet + 1 if self.bot.deps.jobs.in_flight == 0 else 0
                 await asyncio.sleep(0.02)
 
 

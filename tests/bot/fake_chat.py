@@ -12,6 +12,7 @@ from core.contracts.evidence import EvidenceStatus, ToolName
 from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.release import (
     EvidenceSource,
+    FailureCause,
     FallbackMessage,
     ObservedFact,
     Outcome,
@@ -59,6 +60,7 @@ class FakeChat:
         self.started = asyncio.Event()
         self.finished = asyncio.Event()  # set when a run returns or raises (the turn goes on to close its progress)
         self.fail_with: Exception | None = None
+        self.stale: list[RunRecord] = []
         self.hang = False  # runs ignore their cancel and never return until `unstick` is set (a wedged component)
         self.unstick = asyncio.Event()
         self.abandoned: list[tuple[str, str]] = []
@@ -118,7 +120,12 @@ class FakeChat:
             except asyncio.CancelledError:
                 continue
 
-    async def abandon(self, session_key: str, run_id: str) -> ReleaseOutcome:
+    async def stale_runs(self, min_age_s: float, limit: int = 100) -> list[RunRecord]:
+        """Runs left RUNNING by a dead process: the ones a test put in `stale`."""
+        return self.stale[:limit]
+
+    async def abandon(self, session_key: str, run_id: str,
+                      cause: FailureCause = FailureCause.DEADLINE) -> ReleaseOutcome:
         """What the core does for the watchdog: free the session, FAILURE with the run's observed facts."""
         self.abandoned.append((session_key, run_id))
         active = self.active.pop(session_key, None)

@@ -45,7 +45,7 @@ class Replica:
 
         def settled() -> bool:
             nonlocal quiet
-            quiet = quiet + 1 if self.bot.deps.runner.in_flight == 0 else 0
+            quiet = quiet + 1 if self.bot.deps.jobs.in_flight == 0 else 0
             return quiet >= 3
 
         await until(settled, timeout_s, interval_s=0.02, message="the replica to go idle")

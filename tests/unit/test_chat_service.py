@@ -75,6 +75,9 @@ class MemoryRuns:
     async def create(self, run: RunRecord) -> None:
         self.runs[run.run_id] = run.model_copy(deep=True)
 
+    async def running(self, started_before: datetime, limit: int) -> list[RunRecord]:
+        return [r for r in self.runs.values() if r.status is RunStatus.RUNNING and r.started_at < started_before][:limit]
+
     async def update(self, run: RunRecord) -> None:
         self.runs[run.run_id] = run.model_copy(deep=True)
 

@@ -69,6 +69,7 @@ runs = sa.Table(
     sa.Column("finished_at", Timestamp),
     sa.Index("ix_runs_session_started", "session_key", "started_at"),
     sa.Index("ix_runs_started", "started_at"),
+    sa.Index("ix_runs_status_started", "status", "started_at"),
 )
 
 tool_invocations = sa.Table(

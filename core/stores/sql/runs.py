@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -10,7 +11,7 @@ from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from core.contracts.release import Outcome
-from core.contracts.run import Intent, RunRecord
+from core.contracts.run import Intent, RunRecord, RunStatus
 from core.stores.sql.db import Database, dumps, from_db_time, runs, to_db_time
 
 
@@ -80,6 +81,18 @@ class SqlRunStore:
         query = sa.select(runs.c.run_id).where(runs.c.session_key == session_key).limit(1)
         async with self._db.engine.connect() as conn:
             return (await conn.execute(query)).first() is not None
+
+    async def running(self, started_before: datetime, limit: int) -> list[RunRecord]:
+        """Runs still RUNNING that started before `started_before`, oldest first (index runs_status_started)."""
+        query = (
+            sa.select(runs)
+            .where(runs.c.status == RunStatus.RUNNING.value, runs.c.started_at < to_db_time(started_before))
+            .order_by(runs.c.started_at)
+            .limit(limit)
+        )
+        async with self._db.engine.connect() as conn:
+            rows = (await conn.execute(query)).mappings().all()
+        return [_record(row) for row in rows]
 
     async def latest_published(self, session_key: str) -> RunRecord | None:
         """The session's latest run (by start time) whose intent was DIAGNOSIS and outcome SUCCESS; fallbacks never count."""

@@ -1,0 +1,292 @@
+"""The turn queue on Redis Streams with one consumer group, through redis-py (no extra dependency).
+
+Why Streams and not a job library (SAQ, arq, taskiq): a turn needs exactly what consumer groups give natively — a
+delivery owned by one consumer until acknowledged (XREADGROUP), a heartbeat that resets the delivery's idle time
+(XCLAIM JUSTID by its owner), and take-over of a dead consumer's deliveries by idle time (XAUTOCLAIM) — plus three
+things no library offers and which must be atomic with the enqueue: dedup by the user message's identity, the
+DIAG_QUEUE_MAX bound, and the per-thread order. Each of those is one Lua script here, on the Redis the bot already
+uses for its canonical store, dedup and leases.
+
+Keys (under the store prefix):
+- `turns`: the stream; an entry is one delivery of a job (`job` field: TurnJob JSON). Finished and handed-back
+  entries are deleted, so XLEN is the number of jobs waiting or running (the backpressure bound).
+- `turn-job:<job_id>`: `queued` from enqueue to finish, then `done` (kept a day: the job id is the dedup key).
+- `turn-thread:<session>`: a sorted set of the session's unfinished job ids in arrival order (score fixed at the
+  first enqueue; a hand-back keeps it). A job runs only when it is first.
+- `turn-run:<job_id>` / `run-job:<run_id>`: the run id of the job's latest attempt, and back (restart links, cancel
+  of a queued turn by run id, the recovery job).
+- `turn-cancel:<job_id>`: a cancel that reached the job before it started.
+
+Not for Redis Cluster: the scripts touch keys of several hash slots.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import redis.asyncio as aioredis
+from redis.exceptions import RedisError, ResponseError
+
+from core.errors import StoreUnavailable
+from core.queue.job import Claim, Enqueued, QueueDepth, TurnJob
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+GROUP = "workers"
+RECORD_TTL_S = 24 * 3600
+MAX_ORDER_SKIPS = 16
+
+# KEYS: job key, stream, thread set, run-job key. ARGV: payload, max jobs, ttl ms, job id, run id.
+_ENQUEUE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 'duplicate' end
+if redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[2]) then return 'full' end
+redis.call('SET', KEYS[1], 'queued', 'PX', ARGV[3])
+local id = redis.call('XADD', KEYS[2], '*', 'job', ARGV[1])
+local ms, seq = string.match(id, '(%d+)-(%d+)')
+if tonumber(seq) > 999 then seq = '999' end
+redis.call('ZADD', KEYS[3], 'NX', ms .. string.format('%03d', tonumber(seq)), ARGV[4])
+redis.call('PEXPIRE', KEYS[3], ARGV[3])
+redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3])
+return 'queued'
+"""
+
+# KEYS: stream. ARGV: group, consumer, entry ids... Returns the ids no longer owned by this consumer.
+_HEARTBEAT = """
+local lost = {}
+for i = 3, #ARGV do
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
+  if #p == 1 and p[1][2] == ARGV[2] then
+    redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
+  else
+    table.insert(lost, ARGV[i])
+  end
+end
+return lost
+"""
+
+# KEYS: thread set. ARGV: job id, job-key prefix, max skips. 1 when the job is first among the thread's live jobs.
+_NEXT_IN_THREAD = """
+for _ = 1, tonumber(ARGV[3]) do
+  local head = redis.call('ZRANGE', KEYS[1], 0, 0)
+  if #head == 0 or head[1] == ARGV[1] then return 1 end
+  if redis.call('ZSCORE', KEYS[1], ARGV[1]) == false then return 1 end
+  local state = redis.call('GET', ARGV[2] .. head[1])
+  if state == 'queued' then return 0 end
+  redis.call('ZREM', KEYS[1], head[1])
+end
+return 0
+"""
+
+# KEYS: stream, job key, thread set. ARGV: group, entry id, job id.
+_FINISH = """
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('SET', KEYS[2], 'done', 'KEEPTTL') end
+redis.call('ZREM', KEYS[3], ARGV[3])
+return 1
+"""
+
+# KEYS: stream. ARGV: group, entry id, new payload. Atomic: the job is never both gone and not yet back.
+_HAND_BACK = """
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+return redis.call('XADD', KEYS[1], '*', 'job', ARGV[3])
+"""
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisJobQueue:
+    """JobQueue over a Redis stream and consumer group; any number of processes share it."""
+
+    durable = True
+
+    def __init__(self, client: aioredis.Redis, prefix: str = "diag:") -> None:
+        self._client = client
+        self._prefix = prefix
+        self._stream = prefix + "turns"
+        self._enqueue = client.register_script(_ENQUEUE)
+        self._heartbeat = client.register_script(_HEARTBEAT)
+        self._next_in_thread = client.register_script(_NEXT_IN_THREAD)
+        self._finish = client.register_script(_FINISH)
+        self._hand_back = client.register_script(_HAND_BACK)
+        self._group_ready = False
+
+    def _key(self, kind: str, name: str) -> str:
+        return f"{self._prefix}{kind}:{name}"
+
+    async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
+        try:
+            return await operation()
+        except (RedisError, OSError) as exc:
+            raise StoreUnavailable("turn queue (Redis)", type(exc).__name__) from exc
+
+    async def _ensure_group(self) -> None:
+        if self._group_ready:
+            return
+        try:
+            await self._call(lambda: self._client.xgroup_create(self._stream, GROUP, id="0", mkstream=True))
+        except StoreUnavailable as exc:
+            if not isinstance(exc.__cause__, ResponseError) or "BUSYGROUP" not in str(exc.__cause__):
+                raise
+        self._group_ready = True
+
+    async def enqueue(self, job: TurnJob, max_jobs: int) -> Enqueued:
+        """Queue a job unless its message was queued before or `max_jobs` are waiting (one atomic script)."""
+        await self._ensure_group()
+        keys = [self._key("turn-job", job.job_id), self._stream, self._key("turn-thread", job.session.as_str()),
+                self._key("run-job", job.run_id)]
+        args: list[str | int] = [job.encode(), max_jobs, RECORD_TTL_S * 1000, job.job_id, job.run_id]
+        result = await self._call(lambda: self._enqueue(keys=keys, args=args))
+        return Enqueued(_text(result))
+
+    def _claims(self, entries: Sequence[Any], deliveries: int) -> tuple[list[Claim], list[str]]:
+        claims: list[Claim] = []
+        poison: list[str] = []
+        for entry_id, fields in entries:
+            entry = _text(entry_id)
+            if not fields:  # the entry was deleted while pending (XAUTOCLAIM reports it)
+                continue
+            raw = fields.get(b"job") or fields.get("job")
+            try:
+                job = TurnJob.decode(raw or b"")
+            except ValueError as exc:
+                log.error("queue entry %s is not a turn job (%s); dropped", entry, type(exc).__name__)
+                poison.append(entry)
+                continue
+            claims.append(Claim(job=job, entry=entry, deliveries=deliveries))
+        return claims, poison
+
+    async def _drop(self, entries: Sequence[str]) -> None:
+        if entries:
+            await self._call(lambda: self._client.xack(self._stream, GROUP, *entries))
+            await self._call(lambda: self._client.xdel(self._stream, *entries))
+
+    async def take(self, consumer: str, count: int, block_s: float) -> list[Claim]:
+        """Up to `count` new deliveries for `consumer`, waiting up to `block_s` for the first."""
+        await self._ensure_group()
+        block_ms = max(1, int(block_s * 1000))
+        reply: Any = await self._call(lambda: self._client.xreadgroup(
+            GROUP, consumer, {self._stream: ">"}, count=count, block=block_ms))
+        entries = reply[0][1] if reply else []
+        claims, poison = self._claims(entries, deliveries=1)
+        await self._drop(poison)
+        return claims
+
+    async def reclaim(self, consumer: str, idle_s: float, count: int) -> list[Claim]:
+        """Take over deliveries whose consumer stopped heartbeating `idle_s` ago (a dead or stalled worker)."""
+        await self._ensure_group()
+        reply: Any = await self._call(lambda: self._client.xautoclaim(
+            self._stream, GROUP, consumer, min_idle_time=int(idle_s * 1000), start_id="0-0", count=count))
+        claims, poison = self._claims(reply[1], deliveries=2)
+        await self._drop(poison)
+        return claims
+
+    async def heartbeat(self, consumer: str, claims: Sequence[Claim]) -> list[Claim]:
+        """Reset the idle time of `consumer`'s deliveries; returns those another worker has taken over."""
+        if not claims:
+            return []
+        args = [GROUP, consumer, *(c.entry for c in claims)]
+        lost: Any = await self._call(lambda: self._heartbeat(keys=[self._stream], args=args))
+        gone = {_text(x) for x in lost}
+        return [c for c in claims if c.entry in gone]
+
+    async def begin(self, job: TurnJob, run_id: str) -> str | None:
+        """Record `run_id` as the job's current attempt; the previous attempt's run id, if one started."""
+        ttl = RECORD_TTL_S
+        previous: Any = await self._call(lambda: self._client.set(
+            self._key("turn-run", job.job_id), run_id, ex=ttl, get=True))
+        await self._call(lambda: self._client.set(self._key("run-job", run_id), job.job_id, ex=ttl))
+        prev = None if previous is None else _text(previous)
+        return None if prev == run_id else prev
+
+    async def next_in_thread(self, job: TurnJob) -> bool:
+        """True when no earlier unfinished job of the same thread is ahead of this one."""
+        keys = [self._key("turn-thread", job.session.as_str())]
+        args: list[str | int] = [job.job_id, self._key("turn-job", ""), MAX_ORDER_SKIPS]
+        return bool(await self._call(lambda: self._next_in_thread(keys=keys, args=args)))
+
+    async def finish(self, claim: Claim) -> None:
+        """The job is answered (or refused for good): remove it; the thread's next job may run."""
+        job = claim.job
+        keys = [self._stream, self._key("turn-job", job.job_id), self._key("turn-thread", job.session.as_str())]
+        await self._call(lambda: self._finish(keys=keys, args=[GROUP, claim.entry, job.job_id]))
+
+    async def hand_back(self, claim: Claim) -> None:
+        """Give an unfinished job back for another worker (shutdown): a new delivery, its attempt raised."""
+        job = claim.job.model_copy(update={"attempt": claim.job.attempt + 1})
+        await self._call(lambda: self._hand_back(keys=[self._stream], args=[GROUP, claim.entry, job.encode()]))
+
+    async def cancel_queued(self, session_key: str) -> int:
+        """Flag the session's jobs that have not started yet as cancelled; how many were flagged."""
+        members: Any = await self._call(lambda: self._client.zrange(self._key("turn-thread", session_key), 0, -1))
+        flagged = 0
+        for member in members:
+            if await self.cancel_job(_text(member)):
+                flagged += 1
+        return flagged
+
+    async def cancel_job(self, job_id: str) -> bool:
+        """Flag one job as cancelled if it is queued and no attempt has started it; True when flagged."""
+        state: Any = await self._call(lambda: self._client.get(self._key("turn-job", job_id)))
+        started: Any = await self._call(lambda: self._client.exists(self._key("turn-run", job_id)))
+        if state is None or _text(state) != "queued" or started:
+            return False
+        result: Any = await self._call(lambda: self._client.set(
+            self._key("turn-cancel", job_id), "1", ex=RECORD_TTL_S, nx=True))
+        return bool(result)
+
+    async def job_of_run(self, run_id: str) -> str | None:
+        """The job a run id belongs to (its first attempt's id, or any re-run's)."""
+        value: Any = await self._call(lambda: self._client.get(self._key("run-job", run_id)))
+        return None if value is None else _text(value)
+
+    async def current_run(self, job_id: str) -> str | None:
+        """The run id of the job's latest started attempt."""
+        value: Any = await self._call(lambda: self._client.get(self._key("turn-run", job_id)))
+        return None if value is None else _text(value)
+
+    async def job_state(self, job_id: str) -> str | None:
+        """`queued` (waiting or running), `done`, or None (unknown or expired)."""
+        value: Any = await self._call(lambda: self._client.get(self._key("turn-job", job_id)))
+        return None if value is None else _text(value)
+
+    async def is_cancelled(self, job_id: str) -> bool:
+        """True when a cancel reached the job before it started."""
+        return bool(await self._call(lambda: self._client.exists(self._key("turn-cancel", job_id))))
+
+    async def depth(self) -> QueueDepth:
+        """Unfinished jobs and the age of the oldest delivery."""
+        jobs: Any = await self._call(lambda: self._client.xlen(self._stream))
+        if not jobs:
+            return QueueDepth(0, 0.0)
+        first: Any = await self._call(lambda: self._client.xrange(self._stream, count=1))
+        age = 0.0
+        if first:
+            ms = int(_text(first[0][0]).split("-", 1)[0])
+            age = max(0.0, time.time() - ms / 1000)
+        return QueueDepth(int(jobs), age)
+
+    async def _delete_consumer(self, name: str) -> None:
+        await self._call(lambda: self._client.xgroup_delconsumer(self._stream, GROUP, name))
+
+    async def forget_consumers(self, idle_s: float) -> int:
+        """Remove consumers with nothing pending that have been idle `idle_s` (replicas that are gone)."""
+        await self._ensure_group()
+        consumers: Any = await self._call(lambda: self._client.xinfo_consumers(self._stream, GROUP))
+        removed = 0
+        for info in consumers:
+            name = _text(info.get("name") or info.get(b"name") or "")
+            pending = int(info.get("pending") or info.get(b"pending") or 0)
+            idle_ms = int(info.get("idle") or info.get(b"idle") or 0)
+            if name and pending == 0 and idle_ms >= idle_s * 1000:
+                await self._delete_consumer(name)
+                removed += 1
+        return removed
