@@ -40,7 +40,8 @@ async def test_a_message_is_queued_once_whatever_the_retries(queue: JobQueue) ->
     assert await queue.enqueue(job("1.1"), 10) is Enqueued.QUEUED
     assert await queue.enqueue(job("1.1", run_id="other"), 10) is Enqueued.DUPLICATE
     [claim] = await queue.take("w1", 10, 0.1)
-    assert claim.job.run_id == "run-1.1" and not claim.redelivered
+    assert claim.job.run_id == "run-1.1"
+    assert not claim.redelivered
     await queue.finish(claim)
     assert await queue.enqueue(job("1.1"), 10) is Enqueued.DUPLICATE  # finished: still the same message
     assert await queue.take("w1", 10, 0.05) == []
@@ -51,7 +52,8 @@ async def test_the_bound_refuses_new_jobs_and_frees_as_jobs_finish(queue: JobQue
     assert await queue.enqueue(job("1.2"), 2) is Enqueued.QUEUED
     assert await queue.enqueue(job("1.3"), 2) is Enqueued.FULL
     depth = await queue.depth()
-    assert depth.jobs == 2 and depth.oldest_age_s >= 0
+    assert depth.jobs == 2
+    assert depth.oldest_age_s >= 0
     claims = await queue.take("w1", 1, 0.1)
     await queue.finish(claims[0])
     assert await queue.enqueue(job("1.3"), 2) is Enqueued.QUEUED  # refused before: nothing recorded for it
@@ -65,7 +67,8 @@ async def test_turns_of_one_thread_run_in_arrival_order(queue: JobQueue) -> None
     assert [await queue.next_in_thread(claims[ts].job) for ts in ("1.1", "1.2", "2.1", "1.3")] == [
         True, False, True, False]
     await queue.finish(claims["1.1"])
-    assert await queue.next_in_thread(claims["1.2"].job) and not await queue.next_in_thread(claims["1.3"].job)
+    assert await queue.next_in_thread(claims["1.2"].job)
+    assert not await queue.next_in_thread(claims["1.3"].job)
 
 
 async def test_a_hand_back_keeps_the_threads_order_and_raises_the_attempt(queue: JobQueue) -> None:
@@ -75,7 +78,9 @@ async def test_a_hand_back_keeps_the_threads_order_and_raises_the_attempt(queue:
     assert await queue.begin(first.job, "run-1.1") is None
     await queue.hand_back(first)
     [again] = await queue.take("w2", 10, 0.1)
-    assert again.job.job_id == first.job.job_id and again.job.attempt == 2 and again.redelivered
+    assert again.job.job_id == first.job.job_id
+    assert again.job.attempt == 2
+    assert again.redelivered
     assert not await queue.next_in_thread(second.job)  # the handed-back turn is still ahead of it
     assert await queue.next_in_thread(again.job)
     assert await queue.begin(again.job, "run-b") == "run-1.1"  # the re-run links to the first run
@@ -90,7 +95,8 @@ async def test_cancel_reaches_turns_still_waiting_but_not_started_ones(queue: Jo
     first, _ = await queue.take("w1", 10, 0.1)
     await queue.begin(first.job, first.job.run_id)
     assert await queue.cancel_queued(SESSION.as_str()) == 1  # 1.1 has started: the gate's cancel reaches it
-    assert await queue.is_cancelled(turn_job_id("C1", "1.2")) and not await queue.is_cancelled(first.job.job_id)
+    assert await queue.is_cancelled(turn_job_id("C1", "1.2"))
+    assert not await queue.is_cancelled(first.job.job_id)
     assert await queue.job_of_run("run-1.2") == turn_job_id("C1", "1.2")
     assert not await queue.cancel_job(turn_job_id("C1", "1.2"))  # flagged once
     assert await queue.job_state(turn_job_id("C1", "1.2")) == "queued"
@@ -111,7 +117,8 @@ async def test_a_dead_workers_delivery_is_taken_over_after_its_idle_time(redis_q
     assert await redis_queue.reclaim("alive", 0.3, 10) == []  # not idle yet
     await asyncio.sleep(0.4)  # the owner does not heartbeat: that is the failure under test
     [taken] = await redis_queue.reclaim("alive", 0.3, 10)
-    assert taken.job.job_id == mine.job.job_id and taken.redelivered
+    assert taken.job.job_id == mine.job.job_id
+    assert taken.redelivered
     assert await redis_queue.heartbeat("dead", [mine]) == [mine]  # the old owner learns it lost the job
     assert await redis_queue.heartbeat("alive", [taken]) == []
 
