@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bot.app import build_bot
 from bot.serve import build_web_app
-from core.contracts.release import Outcome, ReleaseOutcome
+from core.contracts.release import FailureCause, Outcome, ReleaseOutcome
 from core.contracts.run import RunRecord, TimelineEvent, Turn
 from core.ports import ProgressSink
 from core.runtime import tune_gc
@@ -75,8 +75,12 @@ class SlowChat:
     async def cancel_session(self, session_key: str) -> bool:
         return False
 
-    async def abandon(self, session_key: str, run_id: str) -> ReleaseOutcome:
+    async def abandon(self, session_key: str, run_id: str,
+                      cause: FailureCause = FailureCause.DEADLINE) -> ReleaseOutcome:
         return ReleaseOutcome(run_id=run_id, outcome=Outcome.FAILURE)
+
+    async def stale_runs(self, min_age_s: float, limit: int = 100) -> list[RunRecord]:
+        return []
 
     async def get_run(self, run_id: str) -> RunRecord | None:
         return None
