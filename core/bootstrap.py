@@ -364,7 +364,7 @@ async def build_services(
     runs: RunStore | None = None,
     timeline_store: TimelineStore | None = None,
     audit: AuditStore | None = None,
-    redis_prefix: str = "diag:",
+    redis_prefix: str | None = None,
     budgets: Budgets | None = None,
     metrics: Metrics | None = None,
     feedback_store: FeedbackStore | None = None,
@@ -373,6 +373,7 @@ async def build_services(
     # A bad setting found late (a log backend, a rules file, a projection bound) must not leak what was opened:
     # leaving the `async with` by an exception closes everything registered so far.
     async with AsyncExitStack() as stack:
+        redis_prefix = redis_prefix or settings.diag_redis_prefix
         sessions = build_session_stores(settings, stack, canonical, kv, redis_prefix)
         records = await open_record_stores(settings, stack, runs=runs, timeline_store=timeline_store, audit=audit,
                                            feedback_store=feedback_store)

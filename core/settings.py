@@ -73,6 +73,8 @@ class Settings(BaseSettings):
     diag_shutdown_grace_s: float = Field(default=30.0, ge=0)
     diag_queue_max: int = Field(default=1000, ge=1)
     diag_queue_claim_after_s: float = Field(default=30.0, gt=0)
+    # Prefix of every Redis key (canonical records, dedup, leases, the queue): deployments sharing one Redis differ.
+    diag_redis_prefix: str = Field(default="diag:", min_length=1, max_length=64)
 
     # Slack presentation. Streaming progress (chat.startStream + task updates) falls back to placeholder edits when
     # Slack refuses it; DIAG_SLACK_STREAMING=false always uses the edits. Link templates turn sources into links

@@ -15,6 +15,7 @@ import signal
 import socket
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,9 +29,7 @@ from tests.bot.slack_requests import SECRET, SlackSender
 from tests.fakes.slack_server import FakeSlack
 
 REPO = Path(__file__).resolve().parents[2]
-REDIS_HOST_URL = os.environ.get("DIAG_TEST_REDIS_SERVER", "redis://127.0.0.1:6379")
-# A Redis database of its own: the processes use the production key prefix, and this database is flushed per cluster.
-CLUSTER_REDIS_DB = int(os.environ.get("DIAG_TEST_CLUSTER_REDIS_DB", "11"))
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 START_TIMEOUT_S = 60.0
 RUNNER = "from entrypoints.cli import main; raise SystemExit(main())"
 
@@ -106,7 +105,7 @@ class Cluster:
     chat_model: ChatModel
     redis: aioredis.Redis
     database_url: str
-    redis_url: str
+    redis_prefix: str
     workdir: Path
     http: aiohttp.ClientSession
     env_extra: dict[str, str] = field(default_factory=dict)
@@ -115,7 +114,8 @@ class Cluster:
     def env(self, port: int, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DIAG_", "SLACK_", "OPENAI_"))}
         env.update({
-            "PYTHONPATH": str(REPO), "REDIS_URL": self.redis_url, "DATABASE_URL": self.database_url,
+            "PYTHONPATH": str(REPO), "REDIS_URL": REDIS_URL, "DIAG_REDIS_PREFIX": self.redis_prefix,
+            "DATABASE_URL": self.database_url,
             "SLACK_BOT_TOKEN": "xoxb-cluster", "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": self.slack.api_url,
             "OPENAI_BASE_URL": self.model.base_url, "OPENAI_API_KEY": "sk-local", "DIAG_MODEL": "fake-model",
             "DIAG_SLACK_STREAMING": "false", "DIAG_ROUTER_TIMEOUT_S": "60", "DIAG_AUTO_MIGRATE": "1",
@@ -174,22 +174,24 @@ class Cluster:
 
 @contextlib.asynccontextmanager
 async def cluster(workdir: Path, database_url: str, **env_extra: str) -> AsyncIterator[Cluster]:
-    """Fakes started, the cluster's Redis database flushed; every process killed at the end."""
-    redis_url = f"{REDIS_HOST_URL}/{CLUSTER_REDIS_DB}"
-    redis = aioredis.from_url(redis_url)
-    await redis.flushdb()
+    """Fakes started; the processes' Redis keys under a prefix of their own (removed at the end); every process
+    killed at the end."""
+    prefix = f"cluster:{uuid.uuid4().hex[:10]}:"
+    redis = aioredis.from_url(REDIS_URL)
     slack = await FakeSlack(members={"C1": ["U1", "U2"]}).start()
     model = FakeOpenAIServer()
     chat_model = ChatModel(model)
     model.push(chat_model.entry)
     await model.start()
     async with aiohttp.ClientSession() as http:
-        c = Cluster(slack, model, chat_model, redis, database_url, redis_url, workdir, http, dict(env_extra))
+        c = Cluster(slack, model, chat_model, redis, database_url, prefix, workdir, http, dict(env_extra))
         try:
             yield c
         finally:
             await c.aclose()
             await model.stop()
             await slack.aclose()
-            await redis.flushdb()
+            keys = [k async for k in redis.scan_iter(match=f"{prefix}*", count=1000)]
+            for i in range(0, len(keys), 500):
+                await redis.delete(*keys[i:i + 500])
             await redis.aclose()

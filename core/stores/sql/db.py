@@ -172,7 +172,13 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     instead of failing with 'database is locked'."""
     cursor = dbapi_connection.cursor()
     cursor.execute("PRAGMA busy_timeout=10000")
-    cursor.execute("PRAGMA journal_mode=WAL")
+    try:
+        cursor.execute("PRAGMA journal_mode=WAL")
+    except Exception as exc:  # SQLITE_BUSY without waiting: another connection holds a lock (e.g. a migration)
+        # WAL is a property of the file: whoever holds the lock set it already, or the next connection will; this
+        # connection works in either mode meanwhile.
+        if "locked" not in str(exc):
+            raise
     cursor.execute("PRAGMA synchronous=NORMAL")
     cursor.close()
 
