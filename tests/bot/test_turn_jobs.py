@@ -21,7 +21,7 @@ from core.ports import ProgressSink
 from core.queue.job import Enqueued
 from core.queue.redis_streams import RedisJobQueue
 from core.settings import Settings
-from core.stores.kv import RedisKV
+from core.stores.kv import InMemoryKV, RedisKV
 from tests.bot.conftest import FAST_DELIVERY
 from tests.bot.fake_chat import FakeChat
 from tests.fakes.slack_server import FakeSlack
@@ -174,3 +174,21 @@ async def test_recovery_finishes_a_run_left_running_by_a_dead_process_once(repli
     assert final["metadata"]["event_payload"]["outcome"] == "FAILURE"
     assert await recoveries[0].run_once() == 1  # the record is still stale in the double: finished again, not posted
     assert len(replicas.finals("70.0")) == 1
+
+
+async def test_a_queue_that_is_down_still_answers_the_turn_in_this_process(fake_slack: FakeSlack) -> None:
+    """Redis unreachable when the turn is submitted: not durable, but answered once (the dedup failed closed already)."""
+    client = aioredis.from_url("redis://127.0.0.1:1", socket_connect_timeout=0.2)
+    settings = Settings(diag_slack_streaming=False, slack_bot_token=SecretStr("xoxb-test"),
+                        slack_api_url=fake_slack.api_url)
+    bot = build_bot(settings, FakeChat(), InMemoryKV(), progress_interval_s=0.05, delivery=FAST_DELIVERY,
+                    queue=RedisJobQueue(client, "down:"))
+    try:
+        assert await bot.deps.jobs.submit(session("80.0"), "why?", "U1", "80.0") is Enqueued.QUEUED
+        async with asyncio.timeout(10):
+            while not fake_slack.finals("C1", "80.0"):  # noqa: ASYNC110 - the fake Slack has no event per edit
+                await asyncio.sleep(0.02)
+        assert len(fake_slack.finals("C1", "80.0")) == 1
+    finally:
+        await bot.aclose(timeout_s=2)
+        await client.aclose()

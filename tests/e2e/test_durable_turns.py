@@ -25,7 +25,7 @@ async def send_mentions(c: Cluster, replica_index: int, count: int, text: str, f
     sender = c.sender(c.replicas[replica_index])
     threads = [f"{first_ts + i}.000100" for i in range(count)]
     for ts in threads:
-        status, _ = await sender.event(mention(f"<@UBOT> {text}", ts=ts), event_id=f"Ev{ts}")
+        status, _ = await sender.event(mention(f"<@UBOT> {text} (thread {ts})", ts=ts), event_id=f"Ev{ts}")
         assert status == 200
     return threads
 
@@ -52,7 +52,7 @@ def assert_one_final_each(c: Cluster, threads: list[str]) -> None:
 async def test_kill_minus_9_with_runs_in_flight_loses_no_answer(tmp_path: Path) -> None:
     async with empty_database("postgres", tmp_path) as url, cluster(tmp_path, url) as c:
         await c.start("a")
-        threads = await send_mentions(c, 0, IN_FLIGHT, "delay=6 why?", 1000)
+        threads = await send_mentions(c, 0, IN_FLIGHT, "delay=120 redo=1 why?", 1000)
         await c.until(lambda: c.chat_model.calls >= IN_FLIGHT, 30, f"{IN_FLIGHT} runs in flight on a")
         await c.start("b")
         killed_at = time.monotonic()
@@ -74,7 +74,7 @@ async def test_sigterm_lets_short_runs_finish_and_hands_long_ones_to_the_other_r
     async with empty_database("postgres", tmp_path) as url, cluster(tmp_path, url, DIAG_SHUTDOWN_GRACE_S="3") as c:
         await c.start("a")
         short = await send_mentions(c, 0, 6, "delay=1.5 why?", 2000)
-        long = await send_mentions(c, 0, 6, "delay=25 why?", 3000)
+        long = await send_mentions(c, 0, 6, "delay=120 redo=2 why?", 3000)
         await c.until(lambda: c.chat_model.calls >= 12, 30, "12 runs in flight on a")
         await c.start("b")
         c.chat_model.delays_seen.clear()
@@ -87,5 +87,5 @@ async def test_sigterm_lets_short_runs_finish_and_hands_long_ones_to_the_other_r
             assert "Re-run" not in str(c.finals(ts)[0]["blocks"])
         for ts in long:
             assert "Re-run from the start" in str(c.finals(ts)[0]["blocks"])
-        assert sorted(c.chat_model.delays_seen) == [25.0] * 6  # only the long ones ran again
+        assert sorted(c.chat_model.delays_seen) == [2.0] * 6  # only the long ones ran again
         assert "restarted while this run was working" not in str([c.finals(ts) for ts in short + long])

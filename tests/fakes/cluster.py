@@ -40,14 +40,21 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def question_delay(request: dict[str, Any]) -> float:
-    """The run's model delay, from `delay=<seconds>` in the user's question (default 0.2 s)."""
-    text = " ".join(str(m.get("content") or "") for m in request.get("messages", []) if m.get("role") == "user")
-    for word in text.split():
-        if word.startswith("delay="):
-            with contextlib.suppress(ValueError):
-                return float(word.removeprefix("delay="))
-    return 0.2
+def question_text(request: dict[str, Any]) -> str:
+    """The user's words in a model request."""
+    return " ".join(str(m.get("content") or "") for m in request.get("messages", []) if m.get("role") == "user")
+
+
+def question_delay(request: dict[str, Any], again: bool = False) -> float:
+    """The run's model delay, from `delay=<seconds>` in the user's question (default 0.2 s); for a question asked
+    before (a re-run), from `redo=<seconds>` when present."""
+    found = 0.2
+    for word in question_text(request).split():
+        for key in ("delay=", "redo=") if again else ("delay=",):
+            if word.startswith(key):
+                with contextlib.suppress(ValueError):
+                    found = float(word.removeprefix(key))
+    return found
 
 
 class ChatModel:
@@ -57,11 +64,14 @@ class ChatModel:
         self.server = server
         self.calls = 0
         self.delays_seen: list[float] = []
+        self._questions: set[str] = set()
 
     def entry(self, request: dict[str, Any]) -> dict[str, Any]:
         self.calls += 1
         self.server.push(self.entry)  # never exhausted
-        delay = question_delay(request)
+        question = question_text(request)
+        delay = question_delay(request, again=question in self._questions)
+        self._questions.add(question)
         self.delays_seen.append(delay)
         return {"content": "CHAT", "delay_s": delay}
 

@@ -239,3 +239,13 @@ async def test_feedback_with_a_bad_age_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = await diagbot(clean_env(tmp_path), "feedback", "--since", "lately")
     assert code == 2
     assert "7d, 12h or 2w" in err
+
+
+def test_worker_without_redis_is_refused_with_the_reason(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """`diagbot worker` shares a queue through Redis: without REDIS_URL it would wait for turns nobody can give it."""
+    monkeypatch.delenv("REDIS_URL", raising=False)
+    assert main(["worker"]) == 2
+    err = capsys.readouterr().err
+    assert "diagbot worker needs REDIS_URL" in err
+    assert "diagbot serve" in err
