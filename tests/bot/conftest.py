@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from core.stores.kv import RedisKV
 from tests.bot.fake_chat import FakeChat
 from tests.bot.slack_requests import SECRET, SlackSender
 from tests.fakes.slack_server import FakeSlack
+from tests.waiting import until
 
 # Retry budgets short enough for tests (production: DeliveryPolicy()).
 FAST_DELIVERY = DeliveryPolicy(update_budget_s=0.3, cleanup_budget_s=0.3, final_budget_s=5.0, first_backoff_s=0.05)
@@ -60,12 +60,15 @@ class Harness:
     send: SlackSender
 
     async def settle(self, timeout_s: float = 10.0) -> None:
-        """Wait until every background turn has finished."""
+        """Wait until every background turn has finished (queued ones included)."""
         quiet = 0
-        async with asyncio.timeout(timeout_s):
-            while quiet < 3:  # listeners start just after the ack: require a few idle checks in a row
-                quiet = quiet + 1 if self.bot.deps.jobs.in_flight == 0 else 0
-                await asyncio.sleep(0.02)
+
+        def settled() -> bool:  # listeners start just after the ack: require a few idle checks in a row
+            nonlocal quiet
+            quiet = quiet + 1 if self.bot.deps.jobs.in_flight == 0 else 0
+            return quiet >= 3
+
+        await until(settled, timeout_s, interval_s=0.02, message="every background turn to finish")
 
 
 @pytest.fixture
