@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from bot.delivery import post_in_thread
 from bot.final_once import answered
-from bot.render.message import busy_message
+from bot.render.message import busy_message, gave_up_message
 from bot.turns import MAX_TURN_TEXT, Attempt, Ready, TurnRunner
 from core.contracts.run import SessionKey
 from core.errors import StoreUnavailable
@@ -37,6 +37,7 @@ TAKE_BLOCK_S = 1.0
 ORDER_POLL_S = 0.1
 STORE_RETRY_S = 1.0
 FORGET_CONSUMERS_AFTER_S = 3600.0
+MAX_DELIVERIES = 3  # a job whose process stopped on this many tries is answered with a FAILURE, not tried again
 WAITERS_PER_RUN = 4  # jobs held waiting for their thread, per run slot (beyond it the worker stops taking)
 STOP_TIMEOUT_S = 5.0
 
@@ -226,6 +227,9 @@ class JobWorker:
             if claim.redelivered and await answered(self._runner.kv, job.job_id):
                 await self._finish(held)  # its earlier worker answered, then died before finishing the job
                 return
+            if claim.deliveries > MAX_DELIVERIES:
+                await self._give_up(held)
+                return
             run_id = new_run_id() if claim.redelivered else job.run_id
             held.attempt = Attempt(job=job, run_id=run_id, ready=lambda: self._ready(held, run_id),
                                    adopt_placeholder=claim.redelivered, on_taken_over=lambda: self._finish(held))
@@ -240,6 +244,16 @@ class JobWorker:
             await self._finish(held)
         finally:
             self._release(held)
+
+    async def _give_up(self, held: _Held) -> None:
+        """Every earlier try died with its process: say so in the thread, once, and finish the job."""
+        job, tries = held.claim.job, held.claim.deliveries - 1
+        log.error("turn %s: its process stopped on each of %d tries; answering FAILURE instead of a new try",
+                  job.job_id, tries)
+        self._metrics.queue_job("gave_up")
+        run_id = await self._queue.current_run(job.job_id) or job.run_id
+        await self._runner.post_final(job, f"gave-up:{held.claim.entry}", gave_up_message(run_id, tries))
+        await self._finish(held)
 
     async def _ready(self, held: _Held, run_id: str) -> Ready:
         """Wait until the job is first of its thread, then record the attempt; no go when cancelled meanwhile."""

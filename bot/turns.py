@@ -200,6 +200,18 @@ class TurnRunner:
         return progress_for(self._client, channel, thread_ts, user=job.user, team=job.session.team,
                             streaming=self._streaming, edit_interval_s=self._progress_interval_s)
 
+    async def post_final(self, job: TurnJob, owner: str, msg: SlackMessage) -> None:
+        """Post `msg` as the turn's one final message without running it (a turn the queue gives up on), in its
+        placeholder when an earlier attempt posted one."""
+        try:
+            placeholder = await self._kv.get(placeholder_key(job.job_id))
+        except Exception as exc:  # posted in the thread instead; still once
+            log.warning("placeholder record of turn %s unavailable: %s", job.job_id, type(exc).__name__)
+            placeholder = None
+        await post_final_once(self._client, self._kv, job.job_id, owner, job.session.channel, job.session.thread_ts,
+                              placeholder, msg, until=time.monotonic() + self._timing.final_margin_s,
+                              policy=self._delivery, wait_s=0)
+
     async def _final(self, state: TurnState, owner: str, msg: SlackMessage, until: float,
                      wait_s: float = CLAIM_WAIT_S) -> None:
         target = state.target

@@ -120,3 +120,12 @@ def busy_message(waiting: int) -> SlackMessage:
 def restart_note(first_run_id: str) -> str:
     """The line a re-run's final message carries."""
     return f"Re-run from the start: the bot process running it first (run {first_run_id}) stopped."
+
+
+def gave_up_message(run_id: str, tries: int) -> SlackMessage:
+    """The final message of a turn whose process stopped on every try (a question that crashes it, or a fleet in
+    trouble): it is not tried again."""
+    text = (f"I started on this {tries} times and each time the bot process running it stopped, so I am not trying "
+            f"again (run {escape(run_id)}). An operator can find why in the bot's logs.")
+    return SlackMessage(text=text, blocks=[section(text)], metadata=run_metadata(run_id, None, Outcome.FAILURE.value,
+                                                                                 None))

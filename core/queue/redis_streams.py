@@ -187,7 +187,16 @@ class RedisJobQueue:
             self._stream, GROUP, consumer, min_idle_time=int(idle_s * 1000), start_id="0-0", count=count))
         claims, poison = self._claims(reply[1], deliveries=2)
         await self._drop(poison)
-        return claims
+        return [await self._with_deliveries(c) for c in claims]
+
+    async def _with_deliveries(self, claim: Claim) -> Claim:
+        """The claim with its delivery count (XPENDING's times-delivered, raised by each take-over)."""
+        pending: Any = await self._call(lambda: self._client.xpending_range(
+            self._stream, GROUP, min=claim.entry, max=claim.entry, count=1))
+        if not pending:
+            return claim
+        times = int(pending[0].get("times_delivered") or 2)
+        return Claim(job=claim.job, entry=claim.entry, deliveries=max(2, times))
 
     async def heartbeat(self, consumer: str, claims: Sequence[Claim]) -> list[Claim]:
         """Reset the idle time of `consumer`'s deliveries; returns those another worker has taken over."""

@@ -18,7 +18,7 @@ from bot.recovery import TurnRecovery
 from core.contracts.release import ReleaseOutcome
 from core.contracts.run import RunRecord, SessionKey, Turn
 from core.ports import ProgressSink
-from core.queue.job import Enqueued
+from core.queue.job import Enqueued, TurnJob
 from core.queue.redis_streams import RedisJobQueue
 from core.settings import Settings
 from core.stores.kv import InMemoryKV, RedisKV
@@ -192,3 +192,33 @@ async def test_a_queue_that_is_down_still_answers_the_turn_in_this_process(fake_
     finally:
         await bot.aclose(timeout_s=2)
         await client.aclose()
+
+
+async def test_a_turn_whose_process_died_on_every_try_is_answered_failure_not_tried_again(
+        replicas: Replicas, redis_client: aioredis.Redis, key_prefix: str) -> None:
+    """A question that kills its worker each time must not take the whole fleet down one process after another."""
+    await replicas.a.deps.jobs.worker.aclose(0)  # type: ignore[union-attr]
+    await replicas.b.deps.jobs.worker.aclose(0)  # type: ignore[union-attr]
+    queue = RedisJobQueue(redis_client, key_prefix)
+    await queue.enqueue(job_for("90.0"), 10)
+    await queue.take("died-1", 1, 0.1)
+    for i in range(2, 4):  # two more processes took it over and died too
+        await queue.reclaim(f"died-{i}", 0.0, 10)
+    restarted = build_bot(Settings(diag_slack_streaming=False, slack_bot_token=SecretStr("xoxb-test"),
+                                   slack_api_url=replicas.slack.api_url, diag_queue_claim_after_s=0.2),
+                          replicas.chat_b, RedisKV(redis_client, key_prefix), progress_interval_s=0.05,
+                          delivery=FAST_DELIVERY, queue=queue)
+    restarted.start()
+    try:
+        await replicas.until(lambda: len(replicas.finals("90.0")) == 1)
+        [final] = replicas.finals("90.0")
+        assert "3 times" in final["text"]
+        assert final["metadata"]["event_payload"]["outcome"] == "FAILURE"
+        assert replicas.chat_b.turns == []  # not tried a fourth time
+        assert (await queue.depth()).jobs == 0
+    finally:
+        await restarted.aclose(timeout_s=2)
+
+
+def job_for(ts: str) -> TurnJob:
+    return TurnJob(job_id=f"C1:{ts}", session=session(ts), text="why?", user="U1", message_ts=ts, run_id=f"run-{ts}")

@@ -172,3 +172,10 @@ async def test_an_unreachable_redis_is_a_clear_store_error() -> None:
             await RedisJobQueue(client).enqueue(job("1.1"), 10)
     finally:
         await client.aclose()
+
+
+async def test_each_take_over_counts_as_a_delivery(redis_queue: RedisJobQueue) -> None:
+    await redis_queue.enqueue(job("1.1"), 10)
+    await redis_queue.take("first", 1, 0.1)
+    counts = [(await redis_queue.reclaim(f"w{i}", 0.0, 10))[0].deliveries for i in range(3)]
+    assert counts == [2, 3, 4]
