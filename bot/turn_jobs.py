@@ -20,7 +20,6 @@ import time
 import uuid
 from dataclasses import dataclass
 
-from bot.delivery import post_in_thread
 from bot.final_once import answered
 from bot.render.message import busy_message, gave_up_message
 from bot.turns import MAX_TURN_TEXT, Attempt, Ready, TurnRunner
@@ -85,11 +84,10 @@ class TurnJobs:
         self._metrics.queue_job(result.value)
         if result is Enqueued.FULL:
             log.warning("turn queue full (%d jobs); turn %s answered busy", self._max_jobs, job.job_id)
-            self._runner.spawn(self._busy(session), name=f"busy:{job.job_id}")
+            self._runner.spawn(self._runner.post_final(job, f"busy:{job.run_id}", busy_message(self._max_jobs,
+                                                                                               job.run_id)),
+                               name=f"busy:{job.job_id}")
         return result
-
-    async def _busy(self, session: SessionKey) -> None:
-        await post_in_thread(self._runner.client, session.channel, session.thread_ts, busy_message(self._max_jobs))
 
     async def cancel_session(self, session_key: str) -> bool:
         """Stop the thread's running run and its turns still waiting in the queue; False when neither existed."""

@@ -110,11 +110,13 @@ def cancelled_before_start_message(run_id: str) -> SlackMessage:
                                                                                  None))
 
 
-def busy_message(waiting: int) -> SlackMessage:
-    """The immediate answer when the queue is full (DIAG_QUEUE_MAX): nothing was started for this message."""
+def busy_message(waiting: int, run_id: str) -> SlackMessage:
+    """The immediate answer when the queue is full (DIAG_QUEUE_MAX): nothing was started for this message. It ends
+    the turn like any final message (FAILURE metadata with the run id the turn would have had)."""
     text = (f"I'm too busy to take this right now ({waiting} questions are waiting). Nothing was started for this "
             "message; please ask again in a few minutes.")
-    return SlackMessage(text=text, blocks=[section(text)])
+    return SlackMessage(text=text, blocks=[section(text)], metadata=run_metadata(run_id, None, Outcome.FAILURE.value,
+                                                                                 None))
 
 
 def restart_note(first_run_id: str) -> str:

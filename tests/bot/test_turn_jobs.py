@@ -142,7 +142,7 @@ async def test_a_full_queue_answers_busy_at_once(replicas: Replicas) -> None:
     assert await replicas.a.deps.jobs.submit(session("50.0"), "why?", "U1", "50.0") is Enqueued.QUEUED
     assert await replicas.b.deps.jobs.submit(session("51.0"), "why?", "U1", "51.0") is Enqueued.FULL
     await replicas.until(lambda: bool(replicas.slack.thread("C1", "51.0")))
-    [busy] = replicas.slack.thread("C1", "51.0")
+    [busy] = replicas.finals("51.0")  # a final message: one per user message, with its metadata
     assert "too busy" in busy["text"]
     assert "Nothing was started" in busy["text"]
     await replicas.until(lambda: len(replicas.finals("50.0")) == 1)
