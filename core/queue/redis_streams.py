@@ -126,6 +126,10 @@ class RedisJobQueue:
         try:
             return await operation()
         except (RedisError, OSError) as exc:
+            if isinstance(exc, ResponseError) and "NOGROUP" in str(exc):
+                # The stream lost its group (Redis restarted empty, failed over or was flushed; an enqueue's XADD
+                # then made a bare stream): the next call creates it again instead of failing forever.
+                self._group_ready = False
             raise StoreUnavailable("turn queue (Redis)", type(exc).__name__) from exc
 
     async def _ensure_group(self) -> None:

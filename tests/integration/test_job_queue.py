@@ -179,3 +179,16 @@ async def test_each_take_over_counts_as_a_delivery(redis_queue: RedisJobQueue) -
     await redis_queue.take("first", 1, 0.1)
     counts = [(await redis_queue.reclaim(f"w{i}", 0.0, 10))[0].deliveries for i in range(3)]
     assert counts == [2, 3, 4]
+
+
+async def test_a_lost_stream_is_recreated_and_its_new_jobs_taken(redis_queue: RedisJobQueue,
+                                                                 redis_client: aioredis.Redis, key_prefix: str) -> None:
+    await redis_queue.enqueue(job("1.1"), 10)
+    [first] = await redis_queue.take("w1", 10, 0.1)
+    await redis_queue.finish(first)
+    await redis_client.delete(f"{key_prefix}turns")  # Redis restarted empty, failed over, or was flushed
+    await redis_queue.enqueue(job("1.2"), 10)  # XADD makes a stream without the consumer group
+    with pytest.raises(StoreUnavailable):
+        await redis_queue.take("w1", 10, 0.1)  # NOGROUP: the worker logs it and retries
+    [claim] = await redis_queue.take("w1", 10, 0.1)  # the retry recreates the group from the stream's start
+    assert claim.job.message_ts == "1.2"
