@@ -55,14 +55,15 @@ redis.call('SET', KEYS[4], ARGV[4], 'PX', ARGV[3])
 return 'queued'
 """
 
-# KEYS: stream. ARGV: group, consumer, entry ids... Returns the ids no longer owned by this consumer.
+# KEYS: stream. ARGV: group, consumer, entry ids... Returns the ids another consumer owns now (an entry no longer
+# pending was finished, most often by this consumer just after its upkeep listed it: not a take-over).
 _HEARTBEAT = """
 local lost = {}
 for i = 3, #ARGV do
   local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[i], ARGV[i], 1)
   if #p == 1 and p[1][2] == ARGV[2] then
     redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[2], 0, ARGV[i], 'JUSTID')
-  else
+  elseif #p == 1 then
     table.insert(lost, ARGV[i])
   end
 end

@@ -134,6 +134,13 @@ async def test_a_heartbeat_keeps_a_delivery_from_being_taken_over(redis_queue: R
     assert (await redis_queue.depth()).jobs == 0
 
 
+async def test_a_delivery_finished_meanwhile_is_not_reported_taken_over(redis_queue: RedisJobQueue) -> None:
+    await redis_queue.enqueue(job("1.1"), 10)
+    [mine] = await redis_queue.take("w1", 1, 0.1)
+    await redis_queue.finish(mine)  # the worker's upkeep listed it just before its run finished
+    assert await redis_queue.heartbeat("w1", [mine]) == []
+
+
 async def test_a_stale_head_of_a_thread_never_blocks_it(redis_queue: RedisJobQueue, redis_client: aioredis.Redis,
                                                         key_prefix: str) -> None:
     await redis_queue.enqueue(job("1.1"), 10)
