@@ -72,6 +72,7 @@ from core.tools.registry import build_tools
 log = logging.getLogger(__name__)
 
 UNCONFIGURED = "unconfigured"
+REDIS_MAX_CONNECTIONS = 100
 MODEL_HINT = (
     "no model configured: set OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI itself) and DIAG_MODEL "
     "(optionally DIAG_GUARD_MODEL), or run `diagbot demo` for the offline demo"
@@ -182,15 +183,22 @@ async def open_schema(database: Database, auto_migrate: bool) -> None:
 
 def redis_client_from_url(url: str) -> aioredis.Redis:
     """A Redis client that reports an outage within about a second (two quick retries) instead of stalling a run:
-    the store then raises StoreUnavailable and the run ends in a clear ERROR/FAILURE."""
-    return aioredis.from_url(
+    the store then raises StoreUnavailable and the run ends in a clear ERROR/FAILURE.
+
+    Its pool waits (up to the socket timeout) for a free connection when REDIS_MAX_CONNECTIONS calls are in flight:
+    redis-py's default pool raises MaxConnectionsError at once, which failed turns whenever a process ran more than
+    about a hundred at a time (DIAG_WORKER_CONCURRENCY allows 1,000)."""
+    pool = aioredis.BlockingConnectionPool.from_url(
         url,
+        max_connections=REDIS_MAX_CONNECTIONS,
+        timeout=2.0,
         socket_connect_timeout=1.0,
         socket_timeout=2.0,
         retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2),
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
         health_check_interval=30,
     )
+    return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes its connections
 
 
 async def _close_quietly(close: Callable[[], Awaitable[object]]) -> None:

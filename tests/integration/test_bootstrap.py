@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
 import pytest
 
-from core.bootstrap import build_services
+from core.bootstrap import REDIS_MAX_CONNECTIONS, build_services, redis_client_from_url
 from core.settings import Settings
 from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
 from tests.conftest import REDIS_URL
@@ -77,3 +78,14 @@ async def test_aclose_closes_each_resource_once_and_survives_a_failing_closer(
     await services.aclose()
     await services.aclose()
     assert len(disposed) == 1
+
+
+async def test_the_redis_client_queues_a_burst_beyond_its_pool_instead_of_failing(key_prefix: str) -> None:
+    """Hundreds of runs in one process (DIAG_WORKER_CONCURRENCY) each call Redis at once: with redis-py's default
+    pool the 101st concurrent call raised MaxConnectionsError, failing turn jobs until a take-over 30 s later."""
+    client = redis_client_from_url(REDIS_URL)
+    try:
+        values = await asyncio.gather(*(client.get(f"{key_prefix}burst:{i}") for i in range(3 * REDIS_MAX_CONNECTIONS)))
+        assert values == [None] * (3 * REDIS_MAX_CONNECTIONS)
+    finally:
+        await client.aclose()
