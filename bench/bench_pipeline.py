@@ -9,7 +9,7 @@ Prints: per-run overhead (wall time minus the model delays) and its share of a r
 500 concurrent runs (distinct sessions) with this process's CPU time per run, and the ratio 500 / 1; peak RSS.
 
 Then the same runs as queued turns across processes (`--queue-workers 1,2`): the bench enqueues turn jobs on Redis
-Streams (RedisJobQueue, a Redis database of its own) and 1, then 2 (one per core), worker processes run them as
+Streams (RedisJobQueue, keys under a prefix of their own) and 1, then 2 (one per core), worker processes run them as
 `diagbot worker` does — build_services + build_bot: JobWorker -> TurnRunner (placeholder, progress, final message
 once) -> ChatService, with the in-process scripted model, Redis session locks and answer records. The Slack Web
 API is an in-process stub in each worker (Slack is remote in production; its HTTP is not the pipeline's). Prints
@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +59,7 @@ from core.stores.memory import InMemoryAuditStore, InMemoryRunStore, InMemoryTim
 from testkit.openai_server import FakeOpenAIServer
 
 MODEL_CALLS_PER_RUN = 4
-REDIS_SERVER = os.environ.get("DIAG_BENCH_REDIS_SERVER", "redis://127.0.0.1:6379")
-QUEUE_REDIS_DB = 13  # the queue bench's own Redis database, flushed before and after
-PREFIX = "diag:"
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 RSS_GOAL_MB = 300
 RATIO_GOAL = 1.3
 
@@ -221,16 +220,15 @@ def process_stats(slack: StubSlack) -> dict[str, Any]:
             "outcomes": dict(slack.outcomes)}
 
 
-async def serve_worker(delay_s: float, concurrency: int) -> None:
+async def serve_worker(delay_s: float, concurrency: int, prefix: str) -> None:
     """Child process: one queue worker as `diagbot worker` builds it; answers `stats` lines on stdin until EOF."""
     with tempfile.TemporaryDirectory(prefix="bench-worker-") as tmp:
-        settings = Settings(redis_url=f"{REDIS_SERVER}/{QUEUE_REDIS_DB}", openai_api_key="bench",
+        settings = Settings(redis_url=REDIS_URL, diag_redis_prefix=prefix, openai_api_key="bench",
                             diag_model="bench-model", database_url=f"sqlite+aiosqlite:///{tmp}/bench.db",
                             diag_clock=DEMO_CLOCK, slack_bot_token=SecretStr("xoxb-bench"),
                             slack_signing_secret=SecretStr("bench"), diag_worker_concurrency=concurrency)
         services = await build_services(settings, model=DelayedModel(delay_s), runs=InMemoryRunStore(),
-                                        timeline_store=InMemoryTimelineStore(), audit=InMemoryAuditStore(),
-                                        redis_prefix=PREFIX)
+                                        timeline_store=InMemoryTimelineStore(), audit=InMemoryAuditStore())
         slack = StubSlack()
         bot = build_bot(settings, services.chat_service, services.kv, client=slack, queue=queue_for(services))
         tune_gc()
@@ -249,9 +247,9 @@ async def serve_worker(delay_s: float, concurrency: int) -> None:
 class Workers:
     """Worker processes of this bench, talked to over their stdin/stdout."""
 
-    def __init__(self, count: int, delay_s: float, concurrency: int) -> None:
+    def __init__(self, count: int, delay_s: float, concurrency: int, prefix: str) -> None:
         self.procs = [subprocess.Popen([sys.executable, __file__, "--serve-worker", "--delay", str(delay_s),
-                                        "--worker-concurrency", str(concurrency)],
+                                        "--worker-concurrency", str(concurrency), "--redis-prefix", prefix],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                       for _ in range(count)]
         for proc in self.procs:
@@ -280,7 +278,7 @@ class Workers:
                 proc.kill()
 
 
-async def queued_batch(redis: aioredis.Redis, queue: RedisJobQueue, count: int, tag: str) -> float:
+async def queued_batch(redis: aioredis.Redis, queue: RedisJobQueue, prefix: str, count: int, tag: str) -> float:
     """Enqueue `count` turns of distinct threads at once; seconds until the workers finished every one."""
     jobs = []
     for i in range(count):
@@ -296,7 +294,7 @@ async def queued_batch(redis: aioredis.Redis, queue: RedisJobQueue, count: int, 
             await queue.enqueue(job, 100_000)
 
     await asyncio.gather(*(enqueue(job) for job in jobs))
-    stream = PREFIX + "turns"
+    stream = prefix + "turns"
     while await redis.xlen(stream):  # noqa: ASYNC110 - the workers are other processes; finish deletes the entry
         await asyncio.sleep(0.01)
     return time.perf_counter() - started
@@ -304,23 +302,23 @@ async def queued_batch(redis: aioredis.Redis, queue: RedisJobQueue, count: int, 
 
 async def measure_queue(delay_s: float, counts: list[int], workers: int) -> dict[str, Any]:
     """1 queued run (best of 2 after a warm-up), then each batch, on `workers` worker processes."""
-    redis = aioredis.from_url(f"{REDIS_SERVER}/{QUEUE_REDIS_DB}")
-    await redis.flushdb()
+    redis = aioredis.from_url(REDIS_URL)
+    prefix = f"bench-pipeline:{uuid.uuid4().hex[:10]}:"  # keys of their own on the shared Redis, removed at the end
     top = max(counts)
     concurrency = math.ceil(top / workers)
-    pool = Workers(workers, delay_s, concurrency)
-    queue = RedisJobQueue(redis, PREFIX)
+    pool = Workers(workers, delay_s, concurrency, prefix)
+    queue = RedisJobQueue(redis, prefix)
     print(f"\n-- queued turns: {workers} worker process{'es' if workers > 1 else ''} "
           f"(DIAG_WORKER_CONCURRENCY={concurrency} each), Redis Streams queue, in-process model and Slack stub")
     try:
-        await queued_batch(redis, queue, 1, f"w{workers}warm")
-        single = min([await queued_batch(redis, queue, 1, f"w{workers}single{i}") for i in range(2)])
+        await queued_batch(redis, queue, prefix, 1, f"w{workers}warm")
+        single = min([await queued_batch(redis, queue, prefix, 1, f"w{workers}single{i}") for i in range(2)])
         print(f"single queued run: {single:.3f} s wall ({MODEL_CALLS_PER_RUN} model calls x {delay_s:.2f} s delay)")
         ratio = float("nan")
         failures = 0
         for count in counts:
             before = pool.stats()
-            wall = await queued_batch(redis, queue, count, f"w{workers}c{count}")
+            wall = await queued_batch(redis, queue, prefix, count, f"w{workers}c{count}")
             after = pool.stats()
             cpu_ms = sum(a["cpu_s"] - b["cpu_s"] for a, b in zip(after, before, strict=True)) * 1000 / count
             shares = "/".join(str(int(a["finals"] - b["finals"])) for a, b in zip(after, before, strict=True))
@@ -339,7 +337,9 @@ async def measure_queue(delay_s: float, counts: list[int], workers: int) -> dict
         return {"workers": workers, "ratio": ratio, "peaks": peaks, "failures": failures}
     finally:
         pool.close()
-        await redis.flushdb()
+        keys = [k async for k in redis.scan_iter(match=f"{prefix}*", count=1000)]
+        for i in range(0, len(keys), 1000):
+            await redis.delete(*keys[i:i + 1000])
         await redis.aclose()
 
 
@@ -358,12 +358,13 @@ def main() -> None:
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker-concurrency", type=int, default=16, help=argparse.SUPPRESS)
+    parser.add_argument("--redis-prefix", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_model:
         asyncio.run(serve_model(args.delay))
         return
     if args.serve_worker:
-        asyncio.run(serve_worker(args.delay, args.worker_concurrency))
+        asyncio.run(serve_worker(args.delay, args.worker_concurrency, args.redis_prefix))
         return
     child = subprocess.Popen([sys.executable, __file__, "--serve-model", "--delay", str(args.delay)],
                              stdout=subprocess.PIPE, text=True)

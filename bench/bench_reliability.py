@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
 import random
 import sys
 import tempfile
@@ -43,8 +42,6 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import create_async_engine
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-# A Redis database of its own: the test suite's e2e cluster flushes database 11 whenever another checkout runs it.
-os.environ.setdefault("DIAG_TEST_CLUSTER_REDIS_DB", "14")
 
 from tests.bot.slack_requests import SlackSender, mention, message
 from tests.fakes.cluster import Cluster, Replica, cluster
@@ -329,7 +326,7 @@ async def report(bench: Bench, database_url: str) -> bool:
             run_id = str(final["metadata"]["event_payload"].get("run_id"))
             tag = next((w for w in queries.get(run_id, "").split() if w in by_tag), None)
             if tag is None:  # not in the runs table: the queue's run -> job record (`<channel>:<ts>`)
-                job: Any = await c.redis.get(f"diag:run-job:{run_id}")
+                job: Any = await c.redis.get(f"{c.redis_prefix}run-job:{run_id}")
                 msg = by_ts.get((job.decode() if isinstance(job, bytes) else str(job or "")).rsplit(":", 1)[-1])
                 tag = msg.tag if msg else None
             if tag is None:

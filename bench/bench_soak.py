@@ -20,11 +20,13 @@ import argparse
 import asyncio
 import contextlib
 import multiprocessing
+import os
 import resource
 import sqlite3
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -46,8 +48,7 @@ from core.runtime import tune_gc
 from core.settings import DEMO_CLOCK, Settings
 from tests.fakes.slack_server import FakeSlack
 
-REDIS_SERVER = "redis://127.0.0.1:6379"
-SOAK_REDIS_DB = 15  # flushed at start and end: nothing else on this machine uses it
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 EVENT_TYPE = "diag_run_finished"
 CHANNEL = "C1"
 ANSWER_WAIT_S = 180.0
@@ -113,11 +114,10 @@ async def finals_count(http: aiohttp.ClientSession, url: str) -> int:
 
 async def soak(args: argparse.Namespace, slack_port: int, bench_port: int) -> bool:
     bench_url = f"http://127.0.0.1:{bench_port}"
-    redis_url = f"{REDIS_SERVER}/{SOAK_REDIS_DB}"
-    admin = aioredis.from_url(redis_url)
-    await admin.flushdb()
+    prefix = f"soak:{uuid.uuid4().hex[:10]}:"  # keys of their own on the shared Redis, removed at the end
+    admin = aioredis.from_url(REDIS_URL)
     with tempfile.TemporaryDirectory(prefix="bench-soak-") as tmp:
-        settings = Settings(redis_url=redis_url, database_url=f"sqlite+aiosqlite:///{tmp}/soak.db",
+        settings = Settings(redis_url=REDIS_URL, diag_redis_prefix=prefix, database_url=f"sqlite+aiosqlite:///{tmp}/soak.db",
                             diag_model="bench-model", openai_api_key="bench", diag_clock=DEMO_CLOCK,
                             slack_bot_token=SecretStr("xoxb-soak"), slack_signing_secret=SecretStr("soak"),
                             slack_api_url=f"http://127.0.0.1:{slack_port}/api/",
@@ -157,7 +157,7 @@ async def soak(args: argparse.Namespace, slack_port: int, bench_port: int) -> bo
             jobs: Counter[str] = Counter()
             unattributed = 0
             for final in finals:
-                job: Any = await admin.get(f"diag:run-job:{final['run_id']}")
+                job: Any = await admin.get(f"{prefix}run-job:{final['run_id']}")
                 if job is None:
                     unattributed += 1
                 else:
@@ -165,7 +165,9 @@ async def soak(args: argparse.Namespace, slack_port: int, bench_port: int) -> bo
         finally:
             await bot.aclose(5.0)
             await services.aclose()
-            await admin.flushdb()
+            keys = [k async for k in admin.scan_iter(match=f"{prefix}*", count=1000)]
+            for i in range(0, len(keys), 1000):
+                await admin.delete(*keys[i:i + 1000])
             await admin.aclose()
         with contextlib.closing(sqlite3.connect(f"{tmp}/soak.db")) as db:
             statuses = dict(db.execute("SELECT status, count(*) FROM runs GROUP BY status").fetchall())
