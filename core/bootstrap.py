@@ -72,7 +72,7 @@ from core.tools.registry import build_tools
 log = logging.getLogger(__name__)
 
 UNCONFIGURED = "unconfigured"
-REDIS_MAX_CONNECTIONS = 100
+REDIS_MAX_CONNECTIONS = 1000  # DIAG_WORKER_CONCURRENCY's maximum
 MODEL_HINT = (
     "no model configured: set OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI itself) and DIAG_MODEL "
     "(optionally DIAG_GUARD_MODEL), or run `diagbot demo` for the offline demo"
@@ -185,9 +185,10 @@ def redis_client_from_url(url: str) -> aioredis.Redis:
     """A Redis client that reports an outage within about a second (two quick retries) instead of stalling a run:
     the store then raises StoreUnavailable and the run ends in a clear ERROR/FAILURE.
 
-    Its pool waits (up to the socket timeout) for a free connection when REDIS_MAX_CONNECTIONS calls are in flight:
-    redis-py's default pool raises MaxConnectionsError at once, which failed turns whenever a process ran more than
-    about a hundred at a time (DIAG_WORKER_CONCURRENCY allows 1,000)."""
+    Its pool holds as many connections as DIAG_WORKER_CONCURRENCY allows runs (a run holds one through its event
+    loop's lag, which is long in a busy process) and beyond that waits up to the socket timeout for a free one:
+    redis-py 8's default pool (100, then MaxConnectionsError at once) failed turns whenever a process ran more than
+    about a hundred at a time."""
     pool = aioredis.BlockingConnectionPool.from_url(
         url,
         max_connections=REDIS_MAX_CONNECTIONS,
