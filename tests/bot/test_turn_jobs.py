@@ -14,6 +14,7 @@ import redis.asyncio as aioredis
 from pydantic import SecretStr
 
 from bot.app import SlackBot, build_bot
+from bot.final_once import CLAIM_TTL_S, answer_key, keep_placeholder
 from bot.recovery import TurnRecovery
 from core.contracts.release import ReleaseOutcome
 from core.contracts.run import RunRecord, SessionKey, Turn
@@ -222,3 +223,31 @@ async def test_a_turn_whose_process_died_on_every_try_is_answered_failure_not_tr
 
 def job_for(ts: str) -> TurnJob:
     return TurnJob(job_id=f"C1:{ts}", session=session(ts), text="why?", user="U1", message_ts=ts, run_id=f"run-{ts}")
+
+
+@pytest.mark.xfail(strict=True, reason="bug found by bench_reliability: a re-run gives up on the answer record a "
+                   "killed attempt claimed (bot/turns.py CLAIM_WAIT_S = 5 s vs final_once.CLAIM_TTL_S = 90 s) and the "
+                   "job is finished unanswered")
+async def test_a_turn_whose_worker_died_after_claiming_its_answer_record_is_still_answered(
+        replicas: Replicas, redis_client: aioredis.Redis, key_prefix: str) -> None:
+    """kill -9 between post_final_once's claim and Slack receiving the final: the placeholder must not stay."""
+    await replicas.a.deps.jobs.worker.aclose(0)  # type: ignore[union-attr]
+    await replicas.b.deps.jobs.worker.aclose(0)  # type: ignore[union-attr]
+    queue = RedisJobQueue(redis_client, key_prefix)
+    kv = RedisKV(redis_client, key_prefix)
+    job = job_for("95.0")
+    await queue.enqueue(job, 10)
+    [claim] = await queue.take("died", 1, 0.1)
+    await queue.begin(claim.job, job.run_id)  # the first attempt ran ...
+    placeholder = await replicas.a.deps.client.chat_postMessage(channel="C1", thread_ts="95.0", text="Working…")
+    await keep_placeholder(kv, job.job_id, str(placeholder["ts"]))
+    assert await kv.set_if_absent(answer_key(job.job_id), f"claim:{job.run_id}", CLAIM_TTL_S)  # ... and died here
+    restarted = build_bot(Settings(diag_slack_streaming=False, slack_bot_token=SecretStr("xoxb-test"),
+                                   slack_api_url=replicas.slack.api_url, diag_queue_claim_after_s=0.2),
+                          replicas.chat_b, kv, progress_interval_s=0.05, delivery=FAST_DELIVERY, queue=queue)
+    restarted.start()
+    try:
+        await replicas.until(lambda: len(replicas.finals("95.0")) == 1, timeout_s=20)
+        assert len(replicas.slack.thread("C1", "95.0")) == 1  # in the first attempt's placeholder
+    finally:
+        await restarted.aclose(timeout_s=2)
