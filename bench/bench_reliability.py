@@ -76,6 +76,7 @@ class Stats:
     concurrent_retries: int = 0
     loop_lag_ms: list[float] = field(default_factory=list)
     acks_by_phase: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
+    acks_by_process: dict[str, list[float]] = field(default_factory=lambda: defaultdict(list))
 
 
 class FinalWatch:
@@ -203,6 +204,7 @@ class Bench:
                 ack_ms = (time.perf_counter() - started) * 1000
                 self.stats.acks_ms.append(ack_ms)
                 self.stats.acks_by_phase[self.phase()].append(ack_ms)
+                self.stats.acks_by_process[target.name].append(ack_ms)
                 return
             self.stats.non_200[status] += 1
             await asyncio.sleep(0.5)
@@ -364,8 +366,8 @@ async def report(bench: Bench, database_url: str) -> bool:
           f"max {max(latencies, default=float('nan')) / 1000:.2f} s (first delivery -> final visible)")
     print(f"ack:                 p50 {pct(acks, 50):.1f} ms, p99 {pct(acks, 99):.1f} ms, max {max(acks):.1f} ms  "
           f"goal p99 <= {ACK_GOAL_MS:.0f} ms")
-    for phase, values in s.acks_by_phase.items():
-        print(f"  ack {phase + ':':19} p50 {pct(values, 50):.1f} ms, p99 {pct(values, 99):.1f} ms "
+    for part, values in [*s.acks_by_phase.items(), *s.acks_by_process.items()]:
+        print(f"  ack {part + ':':19} p50 {pct(values, 50):.1f} ms, p99 {pct(values, 99):.1f} ms "
               f"({len(values)} deliveries)")
     print(f"bench loop lag:      p50 {pct(s.loop_lag_ms, 50):.1f} ms, p99 {pct(s.loop_lag_ms, 99):.1f} ms "
           "(the sender shares its loop with the fake Slack and model: part of every ack figure)")
