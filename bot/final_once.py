@@ -54,13 +54,19 @@ async def keep_placeholder(kv: KeyValueStore, job_id: str, ts: str) -> str:
     return await kv.get(placeholder_key(job_id)) or ts
 
 
-async def _claim(kv: KeyValueStore, job_id: str, claim: str, wait_s: float) -> bool:
-    """Take the answer record; False when the turn is answered (or another claim outlived wait_s)."""
+async def _claim(kv: KeyValueStore, job_id: str, claim: str, wait_s: float, replaces: str | None = None) -> bool:
+    """Take the answer record; False when the turn is answered (or another claim outlived wait_s). A claim of the
+    attempt this one re-runs (`replaces`: that attempt died between claiming and posting) is taken over at once."""
     until = time.monotonic() + wait_s
     while not await kv.set_if_absent(answer_key(job_id), claim, CLAIM_TTL_S):
         current = await kv.get(answer_key(job_id))
         if current is not None and current.startswith("done:"):
             return False
+        if replaces is not None and current == f"claim:{replaces}":
+            log.warning("turn %s: taking over the answer record of run %s, which stopped before posting", job_id,
+                        replaces)
+            await kv.delete_if(answer_key(job_id), current)
+            continue
         if time.monotonic() >= until:
             log.warning("turn %s: another poster still holds its answer record; not posting", job_id)
             return False
@@ -70,11 +76,14 @@ async def _claim(kv: KeyValueStore, job_id: str, claim: str, wait_s: float) -> b
 
 async def post_final_once(client: AsyncWebClient, kv: KeyValueStore, job_id: str, run_id: str, channel: str,
                           thread_ts: str, placeholder_ts: str | None, msg: SlackMessage, *, until: float | None = None,
-                          policy: DeliveryPolicy = DeliveryPolicy(), wait_s: float = CLAIM_TTL_S) -> str | None:
-    """Deliver `msg` as the turn's one final message; its ts, or None when the turn was already answered."""
+                          policy: DeliveryPolicy = DeliveryPolicy(), wait_s: float = CLAIM_TTL_S,
+                          replaces: str | None = None) -> str | None:
+    """Deliver `msg` as the turn's one final message; its ts, or None when the turn was already answered.
+    `replaces`: the run id of the attempt this one re-runs (its unfinished claim does not block this post; both
+    would edit the same placeholder)."""
     claim = f"claim:{run_id}"
     try:
-        if not await _claim(kv, job_id, claim, wait_s):
+        if not await _claim(kv, job_id, claim, wait_s, replaces):
             return None
     except Exception as exc:  # the shared store is down: post anyway (logged)
         log.warning("answer record of turn %s unavailable (%s); posting without it", job_id, type(exc).__name__)

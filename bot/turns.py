@@ -216,7 +216,8 @@ class TurnRunner:
                      wait_s: float = CLAIM_WAIT_S) -> None:
         target = state.target
         await post_final_once(self._client, self._kv, target.key, owner, target.channel, target.thread_ts,
-                              state.progress.ts, msg, until=until, policy=self._delivery, wait_s=wait_s)
+                              state.progress.ts, msg, until=until, policy=self._delivery, wait_s=wait_s,
+                              replaces=state.replaces)
 
     async def _keep_placeholder(self, state: TurnState) -> None:
         """Record the placeholder as the turn's, so any later attempt (or process) edits this same message."""
@@ -236,6 +237,7 @@ class TurnRunner:
     async def _attempt(self, attempt: Attempt, state: TurnState) -> tuple[SlackMessage, Ready] | None:
         """Wait for the queue's go, run the turn and render its final message (None: nothing may be posted)."""
         ready = await attempt.ready() if attempt.ready is not None else READY
+        state.replaces = ready.restart_of
         if not ready.go:
             return cancelled_before_start_message(attempt.run_id), ready
         started = time.monotonic()

@@ -83,6 +83,8 @@ class TurnState:
     """The turn itself is delivering its final message (the watchdog leaves it alone)."""
     abandoned: bool = False
     """The watchdog took the turn over (the turn itself posts nothing more)."""
+    replaces: str | None = None
+    """The run id of the attempt this one re-runs (its unfinished answer claim may be taken over)."""
     on_taken_over: Callable[[], Awaitable[None]] | None = None
     """Called once the watchdog has answered the turn (the queue worker finishes the job)."""
 

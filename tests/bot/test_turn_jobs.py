@@ -225,9 +225,6 @@ def job_for(ts: str) -> TurnJob:
     return TurnJob(job_id=f"C1:{ts}", session=session(ts), text="why?", user="U1", message_ts=ts, run_id=f"run-{ts}")
 
 
-@pytest.mark.xfail(strict=True, reason="bug found by bench_reliability: a re-run gives up on the answer record a "
-                   "killed attempt claimed (bot/turns.py CLAIM_WAIT_S = 5 s vs final_once.CLAIM_TTL_S = 90 s) and the "
-                   "job is finished unanswered")
 async def test_a_turn_whose_worker_died_after_claiming_its_answer_record_is_still_answered(
         replicas: Replicas, redis_client: aioredis.Redis, key_prefix: str) -> None:
     """kill -9 between post_final_once's claim and Slack receiving the final: the placeholder must not stay."""
