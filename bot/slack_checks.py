@@ -21,8 +21,9 @@ def _prefix(token: str) -> str:
     return f"{head[:5]}-" if dash else "no xox?-/xapp- prefix"
 
 
-def check_token_types(settings: Settings, *, serving: bool) -> CheckResult:
-    """SLACK_BOT_TOKEN is xoxb-, SLACK_APP_TOKEN (Socket Mode) is xapp-, HTTP mode has SLACK_SIGNING_SECRET."""
+def check_token_types(settings: Settings, *, serving: bool, events: bool = True) -> CheckResult:
+    """SLACK_BOT_TOKEN is xoxb-, SLACK_APP_TOKEN (Socket Mode) is xapp-, HTTP mode has SLACK_SIGNING_SECRET (only a
+    process that takes events needs a way to receive them: `diagbot worker` only posts, with the bot token)."""
     bot = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else ""
     app = settings.slack_app_token.get_secret_value() if settings.slack_app_token else ""
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
@@ -44,12 +45,13 @@ def check_token_types(settings: Settings, *, serving: bool) -> CheckResult:
         problems.append(f"SLACK_APP_TOKEN starts with {_prefix(app)}, not xapp-")
         fixes.append("SLACK_APP_TOKEN must be an app-level token (Basic Information > App-Level Tokens, xapp-..., "
                      "scope connections:write); unset it for HTTP mode")
-    if not app and not secret:
+    if events and not app and not secret:
         problems.append("HTTP mode (SLACK_APP_TOKEN unset) without SLACK_SIGNING_SECRET: no request can be verified")
         fixes.append("set SLACK_SIGNING_SECRET (Basic Information > Signing Secret), or SLACK_APP_TOKEN for Socket Mode")
     if problems:
         return CheckResult(name="slack.tokens", level=Level.FATAL, detail="; ".join(problems), fix="; ".join(fixes))
-    mode = "Socket Mode (SLACK_APP_TOKEN)" if app else f"HTTP mode on port {settings.port} (signing secret set)"
+    mode = ("Socket Mode (SLACK_APP_TOKEN)" if app else f"HTTP mode on port {settings.port} (signing secret set)"
+            if events else "posting only (diagbot worker)")
     return CheckResult(name="slack.tokens", level=Level.OK, detail=f"bot token xoxb-, {mode}")
 
 
@@ -116,10 +118,10 @@ async def check_app_token(settings: Settings) -> CheckResult:
     return CheckResult(name="slack.app_token", level=Level.OK, detail="apps.connections.open ok (Socket Mode)")
 
 
-def slack_checks(settings: Settings, *, serving: bool) -> list[Check]:
-    """The Slack checks, in the order they print."""
+def slack_checks(settings: Settings, *, serving: bool, events: bool = True) -> list[Check]:
+    """The Slack checks, in the order they print (`events`: the process takes Slack events, i.e. not a worker)."""
     return [
-        Check("slack.tokens", static(check_token_types(settings, serving=serving))),
+        Check("slack.tokens", static(check_token_types(settings, serving=serving, events=events))),
         Check("slack.auth", lambda: check_bot_auth(settings), failing=Level.WARN),
         Check("slack.app_token", lambda: check_app_token(settings), failing=Level.WARN),
     ]

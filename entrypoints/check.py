@@ -14,11 +14,12 @@ log = logging.getLogger("diagbot.check")
 Print = Callable[[str], None]
 
 
-async def run_all(settings: Settings, *, serving: bool) -> list[CheckResult]:
+async def run_all(settings: Settings, *, serving: bool, events: bool = True) -> list[CheckResult]:
     """The Slack checks and the core's, run concurrently (a few seconds at most)."""
     from bot.slack_checks import slack_checks  # the Slack SDK is only needed here and by serve
 
-    return await run_checks([*slack_checks(settings, serving=serving), *config_checks(settings, serving=serving)])
+    return await run_checks([*slack_checks(settings, serving=serving, events=events),
+                             *config_checks(settings, serving=serving)])
 
 
 def summary(results: Sequence[CheckResult]) -> str:
@@ -54,13 +55,13 @@ async def model_probe(settings: Settings) -> list[CheckResult]:
                              timeout_s=min(settings.diag_model_timeout_s, 60.0))
 
 
-async def preflight(settings: Settings, err: Print) -> list[CheckResult] | None:
-    """The checks `diagbot serve` runs first: None (after listing every problem on `err`) when it must not start;
+async def preflight(settings: Settings, err: Print, command: str = "serve") -> list[CheckResult] | None:
+    """The checks `diagbot serve` (or `worker`) runs first: None (after listing every problem on `err`) when it must not start;
     otherwise the warnings, each logged once."""
-    results = await run_all(settings, serving=True)
+    results = await run_all(settings, serving=True, events=command != "worker")
     problems = fatal(results)
     if problems:
-        err(f"diagbot serve: refusing to start, {summary(results)}:")
+        err(f"diagbot {command}: refusing to start, {summary(results)}:")
         for result in results:
             if result.level in (Level.FATAL, Level.WARN):
                 err("  " + result.line())

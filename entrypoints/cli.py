@@ -170,7 +170,7 @@ async def _work(settings: Settings) -> int:
     if not settings.redis_url:
         print(f"diagbot: {NEEDS_REDIS}", file=sys.stderr)
         return EXIT_USAGE
-    warnings = await preflight(settings, err=lambda line: print(line, file=sys.stderr))
+    warnings = await preflight(settings, err=lambda line: print(line, file=sys.stderr), command="worker")
     if warnings is None:
         return EXIT_USAGE
     await work(settings, warnings=warnings)

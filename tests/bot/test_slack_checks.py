@@ -57,6 +57,15 @@ def test_token_types_and_mode(values: dict[str, str], serving: bool, level: Leve
     assert ("-> fix:" in result.line()) == (level is Level.FATAL)
 
 
+def test_a_worker_needs_only_the_bot_token() -> None:
+    """`diagbot worker` takes no events: no signing secret or app token is needed; a wrong bot token still is FATAL."""
+    ok = check_token_types(_settings(slack_bot_token="xoxb-1"), serving=True, events=False)
+    assert ok.level is Level.OK
+    assert "posting only" in ok.detail
+    bad = check_token_types(_settings(slack_bot_token="xoxp-1"), serving=True, events=False)
+    assert bad.level is Level.FATAL
+
+
 def test_every_problem_is_listed_at_once_without_the_secret() -> None:
     """Two wrong tokens and no signing secret: one line naming each problem, never more than the token prefix."""
     result = check_token_types(_settings(slack_bot_token="xapp-SECRET1", slack_app_token="xoxp-SECRET2"), serving=True)

@@ -89,3 +89,17 @@ async def test_sigterm_lets_short_runs_finish_and_hands_long_ones_to_the_other_r
             assert "Re-run from the start" in str(c.finals(ts)[0]["blocks"])
         assert sorted(c.chat_model.delays_seen) == [2.0] * 6  # only the long ones ran again
         assert "restarted while this run was working" not in str([c.finals(ts) for ts in short + long])
+
+
+async def test_a_worker_process_answers_the_turns_of_a_killed_serve_replica(tmp_path: Path) -> None:
+    """`diagbot worker` (no signing secret: it takes no events) shares the queue: it re-runs what serve was running."""
+    async with empty_database("postgres", tmp_path) as url, cluster(tmp_path, url) as c:
+        await c.start("a")
+        threads = await send_mentions(c, 0, 4, "delay=120 redo=1 why?", 4000)
+        await c.until(lambda: c.chat_model.calls >= 4, 30, "4 runs in flight on a")
+        await c.start("w", command="worker", SLACK_SIGNING_SECRET="")
+        c.replicas[0].kill()
+        await c.replicas[0].wait()
+        await c.until(lambda: all(c.finals(ts) for ts in threads), ANSWER_WITHIN_S, "every turn answered by w")
+        assert_one_final_each(c, threads)
+        assert "posting only" in c.replicas[1].log() or "taking turns" in c.replicas[1].log()
