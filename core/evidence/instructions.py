@@ -89,12 +89,19 @@ def marked_spans(text: str) -> list[str]:
 
 
 def spans_in(value: Any) -> Iterator[str]:
-    """Every marked span in a projection (all of its strings, at any depth)."""
-    if isinstance(value, str):
-        yield from marked_spans(value)
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from spans_in(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from spans_in(item)
+    """Every marked span in a projection (all of its strings, at any depth), in depth-first document order.
+
+    Iterative, with an explicit stack of the values still to visit (children pushed in reverse, so they pop in
+    order): the guard walks every string of every projection, and a recursive generator cost one generator frame
+    per node.
+    """
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if OPEN in item:
+                yield from marked_spans(item)
+        elif isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))
