@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-from core.evidence.instructions import spans_in
-from core.guard.inputs import Finding, GuardInput, dependent_items
+from core.evidence.instructions import OPEN, spans_in
+from core.guard.inputs import Finding, GuardInput, dependent_items, projection_key
 from core.guard.rules import ToolTextParams
 
 _WORD = re.compile(r"[a-z0-9]+(?:[._'-][a-z0-9]+)*")
@@ -23,6 +23,8 @@ _STOPWORDS = frozenset(re.split(
     " he she they them their there here all any some each every",
 ))
 _SHOWN_CHARS = 60
+_OPEN_UTF8 = OPEN.encode()
+"""How the opening bracket appears in a projection_key: marshal writes every str whole, as UTF-8."""
 
 
 def _runs(text: str, size: int, content: int) -> set[tuple[str, ...]]:
@@ -45,8 +47,15 @@ def _draft_texts(data: GuardInput) -> Iterator[tuple[str, str]]:
 
 def _spans(data: GuardInput) -> Iterable[str]:
     yield from data.untrusted
-    for record in data.records.values():
+    for cid, record in data.records.items():
         if record is not None and record.run_id == data.run_id and record.projection:
+            # a projection whose marshal bytes lack the opening bracket has no string holding one, so no span:
+            # one bytes search instead of a walk over every value (the key is usually built already)
+            key = data.projection_keys.get(cid) if data.usable.get(cid) is record else None
+            if key is None:
+                key = projection_key(record.projection)
+            if key is not None and _OPEN_UTF8 not in key:
+                continue
             yield from spans_in(record.projection)
 
 
