@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import marshal
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.contracts.draft import AnalysisKind
 from core.contracts.evidence import CanonicalRecord
@@ -128,7 +128,11 @@ class Grounder:
             yield Finding(CODE, item.path, message)
 
     def _answer(self, item: Published) -> Answer:
-        text, claims = extract_with_text(item.text)
+        kept = self.data.extracted.get(item.text)
+        if kept is None:
+            converted, found = extract_with_text(item.text)
+            kept = self.data.extracted[item.text] = (converted, tuple(found))
+        text, claims = kept
         calls = [self.evidence(c) for c in item.calls if c in self.records]
         stated: list[Stated] = []
         pending: list[Quantity] = []
@@ -136,8 +140,12 @@ class Grounder:
         for claim in claims:
             if self._exempt(claim):
                 continue
-            if claim.kind in NUMERIC_KINDS and any(_limit_is(call, claim.value) for call in calls):
-                claim.limit_cue = is_limit_statement(text, claim)
+            if (
+                claim.kind in NUMERIC_KINDS
+                and any(_limit_is(call, claim.value) for call in calls)
+                and is_limit_statement(text, claim)
+            ):
+                claim = replace(claim, limit_cue=True)  # a copy: the extracted claims are kept for this check
             identity = (claim.kind, claim.value, claim.clock, claim.tolerance, claim.limit_cue)
             if identity in seen:  # each distinct quantity is searched (and reported) once per text
                 earlier = seen[identity]

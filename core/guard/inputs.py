@@ -21,6 +21,7 @@ from core.contracts.evidence import (
 )
 from core.contracts.release import Derivation
 from core.guard.cache import Lru
+from core.guard.quantities.model import Quantity
 from core.guard.rules import RuleSet
 
 PROJECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(Projection)
@@ -181,6 +182,9 @@ class GuardInput:
     caches: GuardCaches = field(default_factory=lambda: GuardCaches())
     """The guard's own exact caches (one set per EvidenceGuard; fresh ones for a standalone check)."""
     untrusted: tuple[str, ...] = ()
+    extracted: dict[str, tuple[str, tuple[Quantity, ...]]] = field(default_factory=dict)
+    """Published text -> (its text with digits for words, its quantities), for this check only: the same text is
+    read again by the limitations pre-check and by analyses that share a wording. Callers never mutate them."""
     """Instruction-like spans of every projection the run's agent was shown, cited or not (RunContext)."""
 
     @classmethod
