@@ -12,6 +12,7 @@ import asyncio
 import json
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -112,6 +113,15 @@ class _State:
         self.observation_bytes = 0
         self.used_ids: set[str] = set()
         self.seen: dict[str, dict[str, Any]] = {}
+        """Repeat key -> the projection of the call that ran with it."""
+        self.once: dict[str, tuple[ModelToolCall, dict[str, Any] | None]] = {}
+        """Tool name -> its only call so far, whose repeat key is not computed yet, and the projection a repeat of it
+        reuses (None when it failed). The first call of a tool can never be a repeat, so its key (a validation, a
+        dump and a JSON encoding) is only computed when a second call of the same tool comes."""
+        self.keys: dict[tuple[str, str], str | None] = {}
+        """(tool name, raw argument text) -> its repeat key: the same text always has the same key."""
+        self.keyed: set[str] = set()
+        """Tool names whose calls get repeat keys as they come (called more than once in this run)."""
 
     def wire_id(self, model_id: str | None) -> str:
         """The id to send back on the wire: the model's own when unused, else a fresh one."""
@@ -203,10 +213,18 @@ class ToolLoop(Generic[OutT]):
         """Repeated calls' answers and fresh calls' projections, by position; a repeat reuses the earlier projection."""
         fresh: dict[str, list[int]] = {}
         results: dict[int, dict[str, Any]] = {}
+        deferred: dict[int, ModelToolCall] = {}
+        names = Counter(call.name for call in reply.tool_calls)
         for index, call in enumerate(reply.tool_calls):
             if call.name not in self.config.tool_names:
                 continue
-            key = self._repeat_key(call)
+            if call.name not in state.keyed:
+                if call.name not in state.once and names[call.name] == 1:
+                    deferred[index] = call  # the tool's first call: no earlier call it could repeat
+                    fresh[f"#{index}"] = [index]
+                    continue
+                self._key_earlier(call.name, state)
+            key = self._repeat_key(call, state)
             if key is not None and key in state.seen:
                 results[index] = {**state.seen[key], "note": REPEAT_NOTE}
                 state.repeated += 1
@@ -219,7 +237,9 @@ class ToolLoop(Generic[OutT]):
         ran: dict[int, dict[str, Any]] = {}
         for (key, positions), projection in zip(fresh.items(), invoked, strict=True):
             failed = projection.get("error") or projection.get("evidence_status") == EvidenceStatus.ERROR.value
-            if not key.startswith("#") and not failed:
+            if positions[0] in deferred:
+                state.once[deferred[positions[0]].name] = (deferred[positions[0]], None if failed else projection)
+            elif not key.startswith("#") and not failed:
                 state.seen[key] = projection
             ran[positions[0]] = projection
             for later in positions[1:]:
@@ -241,7 +261,24 @@ class ToolLoop(Generic[OutT]):
             outcome.mistakes.append(f"{call.name}: arguments are not a JSON object")
         return await self.boundary.invoke(ctx, call.id, call.name, call.arguments)
 
-    def _repeat_key(self, call: ModelToolCall) -> str | None:
+    def _key_earlier(self, name: str, state: _State) -> None:
+        """A tool is called again: from now on its calls get keys, its earlier call's included."""
+        state.keyed.add(name)
+        earlier = state.once.pop(name, None)
+        if earlier is not None:
+            call, projection = earlier
+            key = self._repeat_key(call, state)
+            if key is not None and projection is not None:
+                state.seen[key] = projection
+
+    def _repeat_key(self, call: ModelToolCall, state: _State) -> str | None:
+        """The call's repeat key, worked out once per run for each (tool, raw argument text)."""
+        raw = (call.name, call.arguments)
+        if raw not in state.keys:
+            state.keys[raw] = self._normalised_key(call)
+        return state.keys[raw]
+
+    def _normalised_key(self, call: ModelToolCall) -> str | None:
         arguments = decode_arguments(call.arguments)
         if arguments is None or self.config.normalise is None:
             return None

@@ -171,6 +171,26 @@ async def test_a_call_repeated_in_a_later_step_is_answered_from_the_first(prompt
     assert ctx.tool_calls <= 1  # no budget spent twice
 
 
+async def test_a_tools_first_call_is_still_found_when_repeated_after_other_calls(prompts: PromptLibrary) -> None:
+    """The first call of a tool gets its repeat key only when the tool is called again: repeats are found the same."""
+    model = ScriptedChatModel([
+        reply(calls=[("c1", "query_logs", LOGS_ARGS), ("c2", "query_mysql", '{"sql": "SELECT 1"}')]),
+        reply(calls=[("c3", "query_logs", LOGS_ARGS_B), ("c4", "query_logs", LOGS_ARGS)]),
+        reply(calls=[("c5", "query_mysql", '{"sql": "SELECT 1"}'), ("c6", "query_logs", LOGS_ARGS_B)]),
+        submit_cited,
+    ])
+    boundary = FakeBoundary({"query_logs": {"logs": [LOG_LINE]}, "query_mysql": {"rows": [[1]], "columns": ["1"]}})
+    ctx, _ = make_ctx()
+    result = await agent_with(model, boundary, prompts).run(ctx, None)
+    assert result.stop_reason == "submitted"
+    assert [c[0] for c in boundary.calls] == ["c1", "c2", "c3"]
+    assert result.repeated_calls == 3
+    answers = {m["tool_call_id"]: json.loads(m["content"]) for m in model.requests[3].messages if m["role"] == "tool"}
+    assert answers["c4"]["tool_call_id"] == "c1"
+    assert answers["c5"]["tool_call_id"] == "c2"
+    assert answers["c6"]["tool_call_id"] == "c3"
+
+
 async def test_a_repeat_of_an_error_call_runs_again(prompts: PromptLibrary) -> None:
     """Only results are reused: a call that ended in ERROR (a timeout, say) may be tried again."""
     model = ScriptedChatModel([reply(calls=[("c1", "query_logs", LOGS_ARGS)]), reply(calls=[("c2", "query_logs", LOGS_ARGS)]),
