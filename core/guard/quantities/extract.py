@@ -255,7 +255,7 @@ def extract(text: str, *, words: bool = True) -> list[Quantity]:
     the text with digits for words)."""
     if words:
         text = digits_for_words(text)
-    return [q for _, q in _scan(text, 0) if q is not None]
+    return [q for match in _scan(text, 0) if (q := _quantity(text, match)) is not None]
 
 
 def extract_at(text: str, offset: int) -> list[Quantity]:
@@ -269,14 +269,17 @@ def extract_at(text: str, offset: int) -> list[Quantity]:
             break
         start = space
     start = start + 1 if start > 0 or text[:1] == " " else 0
-    for match, quantity in _scan(text, start):
+    for match in _scan(text, start):
         if match.end() > offset:
-            return [quantity] if quantity is not None and match.start() <= offset else []
+            if match.start() > offset:
+                return []
+            quantity = _quantity(text, match)  # only the covering token is typed, not the ones before it
+            return [quantity] if quantity is not None else []
     return []
 
 
-def _scan(text: str, at: int) -> Iterator[tuple[re.Match[str], Quantity | None]]:
-    """(token, its quantity or None) for each token from `at` on."""
+def _scan(text: str, at: int) -> Iterator[re.Match[str]]:
+    """Each token from `at` on (`_quantity` types it: where tokens start and end never depends on their types)."""
     token = _TOKEN.match
     for run in _DIGITS.finditer(text, at):
         digit = run.start()
@@ -298,7 +301,7 @@ def _scan(text: str, at: int) -> Iterator[tuple[re.Match[str], Quantity | None]]
                     break
         if match is None or match.end() <= digit:
             continue
-        yield match, _quantity(text, match)
+        yield match
         at = match.end()
 
 
