@@ -238,6 +238,9 @@ class TurnRunner:
         """Wait for the queue's go, run the turn and render its final message (None: nothing may be posted)."""
         ready = await attempt.ready() if attempt.ready is not None else READY
         state.replaces = ready.restart_of
+        if attempt.ready is not None:  # the run starts now: its deadline counts from here, not from the wait
+            now = time.monotonic()   # behind the thread's earlier turns (itself bounded by their deadlines)
+            state.due, state.until = now + self._timing.due_s, now + self._timing.answer_by_s
         if not ready.go:
             return cancelled_before_start_message(attempt.run_id), ready
         started = time.monotonic()

@@ -76,3 +76,15 @@ async def test_watchdog_answer_survives_slack_faults_too(harness: Harness) -> No
     harness.chat.unstick.set()
     await harness.settle()
     assert len(harness.slack.finals("C1", "62.0")) == 1
+
+
+async def test_a_turn_waiting_behind_its_threads_earlier_turn_gets_its_own_deadline(harness: Harness) -> None:
+    """Two turns of one thread, each shorter than the deadline but longer together: the second waits for the first
+    (turns of a thread run one at a time), then runs in its own time and is answered, not taken over."""
+    harness.chat.delay_s = 0.9  # < TIMING.due_s (1.5 s); 1.8 s for both
+    await harness.send.event(mention(ts="70.0"))
+    await harness.send.event(mention("<@UBOT> and now?", ts="70.1", thread_ts="70.0"))
+    await harness.slack.wait_until(lambda: len(harness.slack.finals("C1", "70.0")) == 2, 10, "both answers")
+    outcomes = [f["metadata"]["event_payload"]["outcome"] for f in harness.slack.finals("C1", "70.0")]
+    assert outcomes == ["SUCCESS", "SUCCESS"]
+    assert harness.chat.abandoned == []
