@@ -11,11 +11,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
+from importlib import metadata
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
+from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import SQLAlchemyError
@@ -188,7 +190,11 @@ def redis_client_from_url(url: str) -> aioredis.Redis:
     Its pool holds as many connections as DIAG_WORKER_CONCURRENCY allows runs (a run holds one through its event
     loop's lag, which is long in a busy process) and beyond that waits up to the socket timeout for a free one:
     redis-py 8's default pool (100, then MaxConnectionsError at once) failed turns whenever a process ran more than
-    about a hundred at a time."""
+    about a hundred at a time.
+
+    The driver info is resolved once here: left to redis-py, every new connection reads the package's metadata
+    (importlib.metadata, an email-header parse) for CLIENT SETINFO — a few ms each, most of a busy worker's CPU
+    while its pool grows under a burst of runs."""
     pool = aioredis.BlockingConnectionPool.from_url(
         url,
         max_connections=REDIS_MAX_CONNECTIONS,
@@ -198,6 +204,7 @@ def redis_client_from_url(url: str) -> aioredis.Redis:
         retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2),
         retry_on_error=[RedisConnectionError, RedisTimeoutError],
         health_check_interval=30,
+        driver_info=DriverInfo(name="redis-py", lib_version=metadata.version("redis")),
     )
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes its connections
 

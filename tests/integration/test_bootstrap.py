@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import logging
 from pathlib import Path
 
@@ -88,5 +89,23 @@ async def test_the_redis_client_queues_a_burst_beyond_its_pool_instead_of_failin
     try:
         values = await asyncio.gather(*(client.get(f"{key_prefix}burst:{i}") for i in range(burst)))
         assert values == [None] * burst
+    finally:
+        await client.aclose()
+
+
+async def test_new_redis_connections_do_not_read_package_metadata(monkeypatch: pytest.MonkeyPatch) -> None:
+    """redis-py resolves its version for CLIENT SETINFO on every new connection unless told: importlib.metadata
+    per connection was most of a worker's CPU while its pool grew under a burst of runs."""
+    client = redis_client_from_url(REDIS_URL)
+    lookups: list[str] = []
+    real_version = importlib.metadata.version
+    def counted(name: str) -> str:
+        lookups.append(name)
+        return real_version(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", counted)
+    try:
+        await asyncio.gather(*(client.blpop(f"nothing:{i}", timeout=0.05) for i in range(20)))  # 20 connections
+        assert lookups == []
     finally:
         await client.aclose()
