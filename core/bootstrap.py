@@ -11,15 +11,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from functools import partial
-from importlib import metadata
 from typing import Any
 
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
-from redis.driver_info import DriverInfo
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 from sqlalchemy.exc import SQLAlchemyError
 
 from core.contracts.evidence import ToolName
@@ -61,6 +55,7 @@ from core.steps.schemas import diagnosis_tools, knowledge_tools
 from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
 from core.stores.kv import InMemoryKV, RedisKV
 from core.stores.memory import InMemoryAuditStore, InMemoryFeedbackStore
+from core.stores.redis_client import redis_client_from_url
 from core.stores.sql.audit import SqlAuditStore
 from core.stores.sql.db import Database
 from core.stores.sql.errors import describe_database_error
@@ -74,7 +69,6 @@ from core.tools.registry import build_tools
 log = logging.getLogger(__name__)
 
 UNCONFIGURED = "unconfigured"
-REDIS_MAX_CONNECTIONS = 1000  # DIAG_WORKER_CONCURRENCY's maximum
 MODEL_HINT = (
     "no model configured: set OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI itself) and DIAG_MODEL "
     "(optionally DIAG_GUARD_MODEL), or run `diagbot demo` for the offline demo"
@@ -181,32 +175,6 @@ async def open_schema(database: Database, auto_migrate: bool) -> None:
     except (OSError, SQLAlchemyError, MigrationError) as exc:  # unreachable, refused, credentials, schema behind
         problem = describe_database_error(exc)
         raise StoreUnavailable("database (DATABASE_URL)", problem.cause, fix=problem.fix) from exc
-
-
-def redis_client_from_url(url: str) -> aioredis.Redis:
-    """A Redis client that reports an outage within about a second (two quick retries) instead of stalling a run:
-    the store then raises StoreUnavailable and the run ends in a clear ERROR/FAILURE.
-
-    Its pool holds as many connections as DIAG_WORKER_CONCURRENCY allows runs (a run holds one through its event
-    loop's lag, which is long in a busy process) and beyond that waits up to the socket timeout for a free one:
-    redis-py 8's default pool (100, then MaxConnectionsError at once) failed turns whenever a process ran more than
-    about a hundred at a time.
-
-    The driver info is resolved once here: left to redis-py, every new connection reads the package's metadata
-    (importlib.metadata, an email-header parse) for CLIENT SETINFO — a few ms each, most of a busy worker's CPU
-    while its pool grows under a burst of runs."""
-    pool = aioredis.BlockingConnectionPool.from_url(
-        url,
-        max_connections=REDIS_MAX_CONNECTIONS,
-        timeout=2.0,
-        socket_connect_timeout=1.0,
-        socket_timeout=2.0,
-        retry=Retry(ExponentialBackoff(cap=0.2, base=0.05), retries=2),
-        retry_on_error=[RedisConnectionError, RedisTimeoutError],
-        health_check_interval=30,
-        driver_info=DriverInfo(name="redis-py", lib_version=metadata.version("redis")),
-    )
-    return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes its connections
 
 
 async def _close_quietly(close: Callable[[], Awaitable[object]]) -> None:

@@ -12,6 +12,7 @@ from core.health.result import CheckResult, Level
 from core.health.urls import display_url
 from core.netdiag import network_cause
 from core.settings import Settings
+from core.stores.redis_client import redis_client_from_url  # the same client the server builds
 from core.stores.sql.db import Database
 from core.tools.sql_errors import connect_problem
 
@@ -20,7 +21,6 @@ async def check_redis(settings: Settings) -> CheckResult:
     """PING the Redis of REDIS_URL with the server's own client settings (quick failure, no stall)."""
     if not settings.redis_url:
         return CheckResult(name="redis", level=Level.SKIP, detail="no Redis to probe (see redis.mode)")
-    from core.bootstrap import redis_client_from_url  # the same client the server builds
 
     shown = display_url(settings.redis_url)
     client = redis_client_from_url(settings.redis_url)

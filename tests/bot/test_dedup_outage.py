@@ -16,9 +16,9 @@ from aiohttp.test_utils import TestServer
 from bot.app import SlackBot, build_bot
 from bot.dedup import Deduplicator
 from bot.serve import build_web_app
-from core.bootstrap import redis_client_from_url
 from core.settings import Settings
 from core.stores.kv import RedisKV
+from core.stores.redis_client import redis_client_from_url
 from tests.bot.conftest import FAST_DELIVERY
 from tests.bot.fake_chat import FakeChat
 from tests.bot.slack_requests import SlackSender, mention

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from core.bootstrap import REDIS_MAX_CONNECTIONS, build_services, redis_client_from_url
+from core.bootstrap import build_services
 from core.settings import Settings
 from core.stores.canonical import InMemoryCanonicalStore, RedisCanonicalStore
+from core.stores.redis_client import REDIS_MAX_CONNECTIONS, redis_client_from_url
 from tests.conftest import REDIS_URL
 
 
