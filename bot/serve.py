@@ -8,7 +8,8 @@ import contextlib
 import inspect
 import logging
 import signal
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -164,12 +165,39 @@ def queue_for(services: ServingServices) -> JobQueue:
     return RedisJobQueue(redis, getattr(services, "redis_prefix", "diag:"))
 
 
-def start_recovery(services: ServingServices, bot: SlackBot) -> TurnRecovery:
-    """The recovery job over this bot's queue, store and client (started)."""
+@dataclass
+class WorkingBot:
+    """A bot working the turn queue, with what its process serves from."""
+
+    bot: SlackBot
+    services: ServingServices
+    metrics: Metrics
+
+
+@contextlib.asynccontextmanager
+async def working_bot(settings: Settings, services: ServingServices | None = None) -> AsyncIterator[WorkingBot]:
+    """Build the bot over the turn queue and start working it and the recovery job; at the end stop taking turns,
+    let runs finish within DIAG_SHUTDOWN_GRACE_S or hand them back (SIGTERM), and close what was opened here
+    (services passed in belong to the caller). Shared by `diagbot serve` and `diagbot worker`."""
+    owned: Any = None
+    if services is None:
+        services = owned = await open_services(settings)
+    metrics: Metrics = getattr(services, "metrics", None) or Metrics()  # lighter test doubles may have none
+    feedback = getattr(services, "feedback", None)  # votes go to SQL with the real services
+    bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics, feedback=feedback,
+                    queue=queue_for(services))
+    tune_gc()
+    bot.start()
     recovery = TurnRecovery(services.chat_service, bot.deps.jobs.queue, services.kv, bot.deps.client,
                             render=bot.deps.render)
     recovery.start()
-    return recovery
+    try:
+        yield WorkingBot(bot, services, metrics)
+    finally:
+        await recovery.aclose()
+        await bot.aclose(settings.diag_shutdown_grace_s)
+        if owned is not None:
+            await owned.aclose()
 
 
 def _start_retention(services: ServingServices) -> Any:
@@ -188,29 +216,16 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     Without `services` the real ones are built from `settings` (and closed at the end); services passed in belong to
     the caller, who closes them.
     """
-    owned: Any = None
-    if services is None:
-        services = owned = await open_services(settings)
-    metrics: Metrics = getattr(services, "metrics", None) or Metrics()  # lighter test doubles may have none
-    feedback = getattr(services, "feedback", None)  # votes go to SQL with the real services
-    bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics, feedback=feedback,
-                    queue=queue_for(services))
-    readiness = build_readiness(settings, services, warnings)
-    tune_gc()
     stop = stop or stop_event()
-    retention = _start_retention(services)
-    bot.start()
-    recovery = start_recovery(services, bot)
-    try:
-        if settings.slack_app_token is not None:
-            await _serve_socket_mode(bot.app, settings.slack_app_token.get_secret_value(), settings, readiness, stop,
-                                     metrics)
-        else:
-            await _serve_http(bot.app, settings, readiness, stop, metrics)
-    finally:
-        await recovery.aclose()
-        if retention is not None:
-            await retention.aclose()
-        await bot.aclose(settings.diag_shutdown_grace_s)  # runs finish or go back to the queue (SIGTERM)
-        if owned is not None:
-            await owned.aclose()
+    async with working_bot(settings, services) as working:
+        readiness = build_readiness(settings, working.services, warnings)
+        retention = _start_retention(working.services)
+        try:
+            if settings.slack_app_token is not None:
+                await _serve_socket_mode(working.bot.app, settings.slack_app_token.get_secret_value(), settings,
+                                         readiness, stop, working.metrics)
+            else:
+                await _serve_http(working.bot.app, settings, readiness, stop, working.metrics)
+        finally:
+            if retention is not None:
+                await retention.aclose()

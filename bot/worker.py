@@ -6,15 +6,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
 
-from bot.app import build_bot
 from bot.health import start_health_server
 from bot.metering import add_metrics_route
-from bot.serve import ServingServices, build_readiness, open_services, queue_for, start_recovery, stop_event
+from bot.serve import ServingServices, build_readiness, stop_event, working_bot
 from core.health.result import CheckResult
-from core.observability.metrics import Metrics
-from core.runtime import tune_gc
 from core.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -32,28 +28,18 @@ async def work(settings: Settings, stop: asyncio.Event | None = None, *, service
     """Work the shared queue until SIGINT/SIGTERM (or `stop`); then finish or hand back the runs in flight."""
     if not settings.redis_url and services is None:
         raise WorkerNeedsRedis(NEEDS_REDIS)
-    owned: Any = None
-    if services is None:
-        services = owned = await open_services(settings)
-    metrics: Metrics = getattr(services, "metrics", None) or Metrics()
-    bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics, queue=queue_for(services))
-    tune_gc()
     stop = stop or stop_event()
     health = None
-    if "port" in settings.model_fields_set:
-        health = await start_health_server(settings.port, build_readiness(settings, services, warnings),
-                                           extra=lambda app: add_metrics_route(app, metrics))
-    bot.start()
-    recovery = start_recovery(services, bot)
-    worker = bot.deps.jobs.worker
-    log.info("diagbot worker %s taking turns (%d at a time)", worker.consumer if worker else "?",
-             settings.diag_worker_concurrency)
     try:
-        await stop.wait()
-    finally:
-        await recovery.aclose()
-        await bot.aclose(settings.diag_shutdown_grace_s)
+        async with working_bot(settings, services) as working:
+            if "port" in settings.model_fields_set:
+                health = await start_health_server(settings.port,
+                                                   build_readiness(settings, working.services, warnings),
+                                                   extra=lambda app: add_metrics_route(app, working.metrics))
+            worker = working.bot.deps.jobs.worker
+            log.info("diagbot worker %s taking turns (%d at a time)", worker.consumer if worker else "?",
+                     settings.diag_worker_concurrency)
+            await stop.wait()
+    finally:  # /healthz answers until the runs in flight have finished or gone back to the queue
         if health is not None:
             await health.cleanup()
-        if owned is not None:
-            await owned.aclose()
