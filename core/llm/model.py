@@ -38,3 +38,6 @@ class ModelReply(BaseModel):
     reasoning: str | None = Field(default=None, description="Provider reasoning; audit only, never used for decisions.")
     finish_reason: str | None = None
     usage: ModelUsage = Field(default_factory=ModelUsage)
+    calls_from_text: str | None = Field(
+        default=None, description="The format the tool calls were written in when they came in the content, not as "
+        "native tool_calls (core/llm/text_calls.py); None for native calls or none.")

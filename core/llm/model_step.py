@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from core.contracts.run import EventType, StopReason
 from core.llm.model import ModelReply, ModelUnavailable
+from core.llm.text_calls import calls_in_text, data_texts
 from core.ports import AuditStore, ChatModel, Timeline
 from core.service.run_context import CancelScope, RunContext
 
@@ -123,11 +124,11 @@ class ModelStep:
         except asyncio.CancelledError:
             await asyncio.shield(_record(timeline, {**summary, "cut_off": "cancelled"}, started))
             raise
-        await _record(
-            timeline,
-            {**summary, "tool_calls": len(reply.tool_calls), "finish_reason": reply.finish_reason},
-            started,
-        )
+        summary.update({"tool_calls": len(reply.tool_calls), "finish_reason": reply.finish_reason})
+        if tools and not reply.tool_calls:
+            reply, found = read_text_calls(reply, messages)
+            summary.update(found)
+        await _record(timeline, summary, started)
         if self.audit is not None and run_id is not None:
             await self.audit.record_reasoning(run_id, self.stage, step, reply.reasoning)
         return reply
@@ -144,6 +145,23 @@ class ModelStep:
             if bounded.expired():
                 raise ModelUnavailable(f"the {self.stage} model call timed out after {timeout_s:.1f} s") from None
             raise
+
+
+def read_text_calls(reply: ModelReply, messages: list[dict[str, Any]]) -> tuple[ModelReply, dict[str, Any]]:
+    """A reply that should carry tool calls but has none: the calls written in its content, if any (validated later by
+    the caller exactly like native ones), and what the timeline records about them."""
+    found = calls_in_text(reply.content, data_texts(messages))
+    notes: dict[str, Any] = {}
+    if found.echoed:
+        notes["echoed_calls_ignored"] = found.echoed
+    if found.too_long:
+        notes["content_too_long_for_calls"] = True
+    if not found.calls:
+        return reply, notes
+    notes.update({"tool_calls": len(found.calls), "calls_from_text": found.format})
+    parsed = reply.model_copy(update={"tool_calls": found.calls, "content": found.remainder or None,
+                                      "calls_from_text": found.format})
+    return parsed, notes
 
 
 async def _record(timeline: Timeline | None, summary: dict[str, Any], started: float) -> None:

@@ -33,6 +33,7 @@ log = logging.getLogger(__name__)
 
 OutT = TypeVar("OutT", bound=BaseModel)
 BUDGET_EXHAUSTED = "BUDGET_EXHAUSTED"
+ECHOED_CONTENT_CHARS = 2000
 REPEAT_NOTE = ("Identical to an earlier call of this run, so it was not run again: this is that call's result; "
                "cite its tool_call_id. Change the arguments to learn something new.")
 
@@ -177,7 +178,8 @@ class ToolLoop(Generic[OutT]):
         reply = await self.step.call(messages, self.config.tools, step=state.steps, ctx=ctx)
         outcome: _Step[OutT] = _Step()
         if not reply.tool_calls:
-            messages.append(assistant_message(reply.content or "", [], []))
+            # Only the start of a reply without calls goes back: a model that wrote 1 MB must not be sent it again.
+            messages.append(assistant_message((reply.content or "")[:ECHOED_CONTENT_CHARS], [], []))
             messages.append(user_message(self.config.correction))
             outcome.mistakes.append("no function call")
             return outcome

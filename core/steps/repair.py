@@ -20,7 +20,7 @@ from core.contracts.release import Violation
 from core.llm.model import ModelReply, ModelUnavailable
 from core.llm.model_step import ModelStep, shared_allowance
 from core.llm.prompts import PromptLibrary
-from core.llm.tool_loop import validation_summary
+from core.llm.tool_loop import ECHOED_CONTENT_CHARS, validation_summary
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
 from core.ports import AuditStore, ChatModel, Timeline
 from core.steps.schemas import SUBMIT_DIAGNOSIS, repair_tools
@@ -141,7 +141,7 @@ class LlmEvidenceRepairer:
         """The submitted draft, or None and the corrective message to send (history extended in place)."""
         calls = [c for c in reply.tool_calls if c.name == SUBMIT_DIAGNOSIS]
         if not calls:
-            messages.append({"role": "assistant", "content": reply.content or ""})
+            messages.append({"role": "assistant", "content": (reply.content or "")[:ECHOED_CONTENT_CHARS]})
             return None, user_message(f"Answer with exactly one call of {SUBMIT_DIAGNOSIS} holding the whole repaired draft.")
         call = calls[0]
         call_id = call.id or "repair_1"
