@@ -156,13 +156,13 @@ async def _serve_http(bot_app: AsyncApp, settings: Settings, readiness: Readines
         await runner.cleanup()
 
 
-def queue_for(services: ServingServices) -> JobQueue:
+def queue_for(services: ServingServices, metrics: Metrics | None = None) -> JobQueue:
     """The turn queue: Redis Streams on the services' Redis (shared by every serve and worker process), else
     in this process."""
     redis = getattr(services, "redis", None)
     if redis is None:
         return InMemoryJobQueue()
-    return RedisJobQueue(redis, getattr(services, "redis_prefix", "diag:"))
+    return RedisJobQueue(redis, getattr(services, "redis_prefix", "diag:"), metrics)
 
 
 @dataclass
@@ -185,7 +185,7 @@ async def working_bot(settings: Settings, services: ServingServices | None = Non
     metrics: Metrics = getattr(services, "metrics", None) or Metrics()  # lighter test doubles may have none
     feedback = getattr(services, "feedback", None)  # votes go to SQL with the real services
     bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics, feedback=feedback,
-                    queue=queue_for(services))
+                    queue=queue_for(services, metrics))
     tune_gc()
     bot.start()
     recovery = TurnRecovery(services.chat_service, bot.deps.jobs.queue, services.kv, bot.deps.client,

@@ -21,7 +21,7 @@ import uuid
 from dataclasses import dataclass
 
 from bot.final_once import answered
-from bot.render.message import busy_message, gave_up_message
+from bot.render.message import busy_message, gave_up_message, unprocessable_message
 from bot.turns import MAX_TURN_TEXT, Attempt, Ready, TurnRunner
 from core.contracts.run import SessionKey
 from core.errors import StoreUnavailable
@@ -222,6 +222,9 @@ class JobWorker:
         claim = held.claim
         job = claim.job
         try:
+            if claim.poison is not None:
+                await self._refuse_poison(held)
+                return
             if claim.redelivered and await answered(self._runner.kv, job.job_id):
                 await self._finish(held)  # its earlier worker answered, then died before finishing the job
                 return
@@ -251,6 +254,15 @@ class JobWorker:
         self._metrics.queue_job("gave_up")
         run_id = await self._queue.current_run(job.job_id) or job.run_id
         await self._runner.post_final(job, f"gave-up:{held.claim.entry}", gave_up_message(run_id, tries))
+        await self._finish(held)
+
+    async def _refuse_poison(self, held: _Held) -> None:
+        """An entry that is not a turn job but names its thread: one plain final there, then out of the queue."""
+        claim = held.claim
+        assert claim.poison is not None
+        log.error("queue entry %s for turn %s is not a turn job (%s); answered 'could not be processed'",
+                  claim.entry, claim.job.job_id, claim.poison.reason)
+        await self._runner.post_final(claim.job, f"poison:{claim.entry}", unprocessable_message(claim.job.run_id))
         await self._finish(held)
 
     async def _ready(self, held: _Held, run_id: str) -> Ready:

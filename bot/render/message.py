@@ -119,6 +119,14 @@ def busy_message(waiting: int, run_id: str) -> SlackMessage:
                                                                                  None))
 
 
+def unprocessable_message(run_id: str) -> SlackMessage:
+    """The final message of a queued turn whose job could not be read back (a damaged or foreign queue entry):
+    nothing of it ran."""
+    text = "This request could not be processed; please ask again."
+    return SlackMessage(text=text, blocks=[section(text)], metadata=run_metadata(run_id, None, Outcome.FAILURE.value,
+                                                                                 None))
+
+
 def restart_note(first_run_id: str) -> str:
     """The line a re-run's final message carries."""
     return f"Re-run from the start: the bot process running it first (run {first_run_id}) stopped."

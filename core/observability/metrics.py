@@ -78,7 +78,9 @@ class Metrics:
         self._queue_depth = Gauge("diagbot_queue_depth", "Turns waiting in the job queue.", registry=r)
         self._queue_oldest = Gauge("diagbot_queue_oldest_job_age_seconds", "Age of the oldest waiting turn.", registry=r)
         self._queue_jobs = Counter("diagbot_queue_jobs", "Turn jobs by event: queued, duplicate, full, direct (queue "
-                                   "down), reclaimed, handed_back, gave_up, finished.", ["event"], registry=r)
+                                   "down), reclaimed, handed_back, gave_up, finished, poison (an entry that was "
+                                   "not a turn job: answered in its thread when it names one, dead-lettered).",
+                                   ["event"], registry=r)
 
     # ---- runs ----------------------------------------------------------------------------------
 

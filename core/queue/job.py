@@ -56,12 +56,24 @@ class Enqueued(StrEnum):
 
 
 @dataclass(frozen=True)
+class Poison:
+    """Why a queue entry is not a turn job, and its raw text as the dead-letter stream keeps it (bounded)."""
+
+    reason: str
+    raw: str
+
+
+@dataclass(frozen=True)
 class Claim:
-    """A worker's hold on one delivery of a job: `entry` names the delivery (a stream entry id in Redis)."""
+    """A worker's hold on one delivery of a job: `entry` names the delivery (a stream entry id in Redis).
+
+    With `poison` set the entry was not a turn job: `job` is a stand-in addressing its thread (no text), to be
+    answered "could not be processed" and finished (core/queue/poison.py)."""
 
     job: TurnJob
     entry: str
     deliveries: int = 1
+    poison: Poison | None = None
 
     @property
     def redelivered(self) -> bool:

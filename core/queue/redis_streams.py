@@ -16,12 +16,15 @@ Keys (under the store prefix):
 - `turn-run:<job_id>` / `run-job:<run_id>`: the run id of the job's latest attempt, and back (restart links, cancel
   of a queued turn by run id, the recovery job).
 - `turn-cancel:<job_id>`: a cancel that reached the job before it started.
+- `turns-dead`: the dead-letter stream (bounded): entries that were not turn jobs, raw (bounded), with the reason;
+  each is answered in its thread when it names one (core/queue/poison.py), and counted.
 
 Not for Redis Cluster: the scripts touch keys of several hash slots.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -31,7 +34,9 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError, ResponseError
 
 from core.errors import StoreUnavailable
-from core.queue.job import Claim, Enqueued, QueueDepth, TurnJob
+from core.observability.metrics import Metrics
+from core.queue.job import Claim, Enqueued, Poison, QueueDepth, TurnJob
+from core.queue.poison import DEAD_LETTER_MAXLEN, bounded_raw, reason_of, salvage
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +97,20 @@ redis.call('ZREM', KEYS[3], ARGV[3])
 return 1
 """
 
+# KEYS: stream, dead-letter stream, job key, thread set. ARGV: group, entry id, job id ('' when unknown), max dead
+# entries, reason, raw, answered. The entry leaves the stream and its thread's order, and is kept as a dead letter.
+_BURY = """
+redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[4], '*', 'entry', ARGV[2], 'reason', ARGV[5], 'raw', ARGV[6],
+           'answered', ARGV[7])
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+if ARGV[3] ~= '' then
+  if redis.call('EXISTS', KEYS[3]) == 1 then redis.call('SET', KEYS[3], 'done', 'KEEPTTL') end
+  redis.call('ZREM', KEYS[4], ARGV[3])
+end
+return 1
+"""
+
 # KEYS: stream. ARGV: group, entry id, new payload. Atomic: the job is never both gone and not yet back.
 _HAND_BACK = """
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
@@ -109,15 +128,18 @@ class RedisJobQueue:
 
     durable = True
 
-    def __init__(self, client: aioredis.Redis, prefix: str = "diag:") -> None:
+    def __init__(self, client: aioredis.Redis, prefix: str = "diag:", metrics: Metrics | None = None) -> None:
         self._client = client
         self._prefix = prefix
         self._stream = prefix + "turns"
+        self.dead_letters = prefix + "turns-dead"
+        self._metrics = metrics or Metrics()
         self._enqueue = client.register_script(_ENQUEUE)
         self._heartbeat = client.register_script(_HEARTBEAT)
         self._next_in_thread = client.register_script(_NEXT_IN_THREAD)
         self._finish = client.register_script(_FINISH)
         self._hand_back = client.register_script(_HAND_BACK)
+        self._bury = client.register_script(_BURY)
         self._group_ready = False
 
     def _key(self, kind: str, name: str) -> str:
@@ -152,9 +174,11 @@ class RedisJobQueue:
         result = await self._call(lambda: self._enqueue(keys=keys, args=args))
         return Enqueued(_text(result))
 
-    def _claims(self, entries: Sequence[Any], deliveries: int) -> tuple[list[Claim], list[str]]:
+    def _claims(self, entries: Sequence[Any], deliveries: int) -> tuple[list[Claim], list[tuple[str, Poison]]]:
+        """The deliveries as claims; an entry that is not a turn job becomes a poison claim addressing its thread,
+        or, when it names none, is returned apart to be dead-lettered at once."""
         claims: list[Claim] = []
-        poison: list[str] = []
+        unanswerable: list[tuple[str, Poison]] = []
         for entry_id, fields in entries:
             entry = _text(entry_id)
             if not fields:  # the entry was deleted while pending (XAUTOCLAIM reports it)
@@ -163,16 +187,30 @@ class RedisJobQueue:
             try:
                 job = TurnJob.decode(raw or b"")
             except ValueError as exc:
-                log.error("queue entry %s is not a turn job (%s); dropped", entry, type(exc).__name__)
-                poison.append(entry)
+                poison = Poison(reason=reason_of(exc), raw=bounded_raw(raw))
+                stand_in = salvage(raw)
+                if stand_in is None:
+                    unanswerable.append((entry, poison))
+                else:
+                    claims.append(Claim(job=stand_in, entry=entry, deliveries=deliveries, poison=poison))
                 continue
             claims.append(Claim(job=job, entry=entry, deliveries=deliveries))
-        return claims, poison
+        return claims, unanswerable
 
-    async def _drop(self, entries: Sequence[str]) -> None:
-        if entries:
-            await self._call(lambda: self._client.xack(self._stream, GROUP, *entries))
-            await self._call(lambda: self._client.xdel(self._stream, *entries))
+    async def _bury_entry(self, entry: str, poison: Poison, job: TurnJob | None) -> None:
+        """Move a poison entry to the dead-letter stream; with its stand-in job, out of its thread's order too."""
+        job_id, session = (job.job_id, job.session.as_str()) if job is not None else ("", "-")
+        keys = [self._stream, self.dead_letters, self._key("turn-job", job_id or "-"), self._key("turn-thread", session)]
+        args: list[str | int] = [GROUP, entry, job_id, DEAD_LETTER_MAXLEN, poison.reason, poison.raw,
+                                 "1" if job is not None else "0"]
+        await self._call(lambda: self._bury(keys=keys, args=args))
+        self._metrics.queue_job("poison")
+
+    async def _drop(self, unanswerable: Sequence[tuple[str, Poison]]) -> None:
+        for entry, poison in unanswerable:
+            log.error("queue entry %s is not a turn job (%s) and names no thread to answer in; dead-lettered",
+                      entry, poison.reason)
+            await self._bury_entry(entry, poison, None)
 
     async def take(self, consumer: str, count: int, block_s: float) -> list[Claim]:
         """Up to `count` new deliveries for `consumer`, waiting up to `block_s` for the first."""
@@ -201,7 +239,7 @@ class RedisJobQueue:
         if not pending:
             return claim
         times = int(pending[0].get("times_delivered") or 2)
-        return Claim(job=claim.job, entry=claim.entry, deliveries=max(2, times))
+        return dataclasses.replace(claim, deliveries=max(2, times))
 
     async def heartbeat(self, consumer: str, claims: Sequence[Claim]) -> list[Claim]:
         """Reset the idle time of `consumer`'s deliveries; returns those another worker has taken over."""
@@ -228,8 +266,12 @@ class RedisJobQueue:
         return bool(await self._call(lambda: self._next_in_thread(keys=keys, args=args)))
 
     async def finish(self, claim: Claim) -> None:
-        """The job is answered (or refused for good): remove it; the thread's next job may run."""
+        """The job is answered (or refused for good): remove it; the thread's next job may run. A poison entry's
+        raw text goes to the dead-letter stream."""
         job = claim.job
+        if claim.poison is not None:
+            await self._bury_entry(claim.entry, claim.poison, job)
+            return
         keys = [self._stream, self._key("turn-job", job.job_id), self._key("turn-thread", job.session.as_str())]
         await self._call(lambda: self._finish(keys=keys, args=[GROUP, claim.entry, job.job_id]))
 

@@ -248,3 +248,22 @@ async def test_a_turn_whose_worker_died_after_claiming_its_answer_record_is_stil
         assert len(replicas.slack.thread("C1", "95.0")) == 1  # in the first attempt's placeholder
     finally:
         await restarted.aclose(timeout_s=2)
+
+
+async def test_a_poison_entry_is_answered_in_its_thread_and_the_next_turn_of_that_thread_runs(
+        replicas: Replicas, redis_client: aioredis.Redis, key_prefix: str) -> None:
+    """A queue entry that is not a valid job (a foreign writer, a version skew) must not hold its thread for a day."""
+    queue = RedisJobQueue(redis_client, key_prefix)
+    await redis_client.xadd(f"{key_prefix}turns", {"job": b"\xff{garbage"})  # names no thread: dead-lettered
+    # Over the job's text bound: fails validation, yet names its thread (and holds its place in the thread's order).
+    foreign = TurnJob.model_construct(**{**dict(job_for("97.1")), "text": "x" * 9000, "session": session("97.0")})
+    assert await queue.enqueue(foreign, 10) is Enqueued.QUEUED
+    await replicas.a.deps.jobs.submit(session("97.0"), "and now?", "U1", "97.2")
+    await replicas.until(lambda: len(replicas.finals("97.0")) == 2)
+    [refused] = [m for m in replicas.finals("97.0") if "could not be processed" in m["text"]]
+    assert refused["text"] == "This request could not be processed; please ask again."
+    assert refused["metadata"]["event_payload"]["outcome"] == "FAILURE"
+    assert "xxxx" not in str(refused)
+    assert [t.message_ts for t in replicas.chat_a.turns + replicas.chat_b.turns] == ["97.2"]  # the next turn ran
+    assert await redis_client.xlen(queue.dead_letters) == 2
+    assert (await queue.depth()).jobs == 0

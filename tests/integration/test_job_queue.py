@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
 
 from core.contracts.run import SessionKey
 from core.errors import StoreUnavailable
+from core.observability.metrics import Metrics
 from core.ports import JobQueue
 from core.queue.job import Enqueued, TurnJob, turn_job_id
 from core.queue.memory import InMemoryJobQueue
+from core.queue.poison import DEAD_LETTER_MAXLEN, MAX_DEAD_RAW_BYTES
 from core.queue.redis_streams import RedisJobQueue
+from tests.metrics_text import sample
 
 SESSION = SessionKey(team="T1", channel="C1", thread_ts="100.0")
 
@@ -150,14 +154,78 @@ async def test_a_stale_head_of_a_thread_never_blocks_it(redis_queue: RedisJobQue
     assert await redis_queue.next_in_thread(second.job)
 
 
-async def test_an_entry_that_is_not_a_job_is_dropped_not_retried(redis_queue: RedisJobQueue,
-                                                                 redis_client: aioredis.Redis, key_prefix: str) -> None:
-    await redis_queue.enqueue(job("1.1"), 10)
+async def test_an_entry_that_names_no_thread_is_dead_lettered_counted_and_not_retried(
+        redis_client: aioredis.Redis, key_prefix: str) -> None:
+    metrics = Metrics()
+    queue = RedisJobQueue(redis_client, key_prefix, metrics)
+    await queue.enqueue(job("1.1"), 10)
     await redis_client.xadd(f"{key_prefix}turns", {"job": b"{not json"})
-    await redis_client.xadd(f"{key_prefix}turns", {"job": b"x" * 20_000})
-    claims = await redis_queue.take("w1", 10, 0.1)
+    await redis_client.xadd(f"{key_prefix}turns", {"job": b"x" * 200_000})
+    await redis_client.xadd(f"{key_prefix}turns", {"other": b"field"})
+    claims = await queue.take("w1", 10, 0.1)
     assert [c.job.message_ts for c in claims] == ["1.1"]
-    assert (await redis_queue.depth()).jobs == 1
+    assert (await queue.depth()).jobs == 1
+    assert await queue.reclaim("w2", 0.0, 10) != []  # only the real job is left to take over
+    dead = await dead_letters(redis_client, queue)
+    assert [d[b"raw"][:9] for d in dead] == [b"{not json", b"x" * 9, b""]
+    assert all(len(d[b"raw"]) <= MAX_DEAD_RAW_BYTES + 40 for d in dead)  # bounded, with a "cut" marker
+    assert {d[b"answered"] for d in dead} == {b"0"}
+    assert sample(metrics.render().decode(), "diagbot_queue_jobs_total", event="poison") == 3
+
+
+async def dead_letters(client: aioredis.Redis, queue: RedisJobQueue) -> list[dict[bytes, bytes]]:
+    """The dead-letter stream's entries' fields, oldest first."""
+    entries: Any = await client.xrange(queue.dead_letters)
+    return [fields for _, fields in entries]
+
+
+def hostile(ts: str, **fields: Any) -> TurnJob:
+    """A job as a newer, older or hostile writer may enqueue it: fine to encode, not valid to decode."""
+    valid = job(ts)
+    return TurnJob.model_construct(**{**dict(valid), **fields})
+
+
+async def test_an_entry_that_fails_validation_is_handed_out_as_poison_addressing_its_thread(
+        redis_client: aioredis.Redis, key_prefix: str) -> None:
+    metrics = Metrics()
+    queue = RedisJobQueue(redis_client, key_prefix, metrics)
+    assert await queue.enqueue(hostile("1.1", text="x" * 5000), 10) is Enqueued.QUEUED
+    await queue.enqueue(job("1.2"), 10)
+    poisoned, normal = await queue.take("w1", 10, 0.1)
+    assert poisoned.poison is not None
+    assert normal.poison is None
+    assert "text" in poisoned.poison.reason
+    assert (poisoned.job.job_id, poisoned.job.session, poisoned.job.text) == ("C1:1.1", SESSION, "")
+    assert not await queue.next_in_thread(normal.job)  # the poison entry is first in the thread's order ...
+    await queue.finish(poisoned)
+    assert await queue.next_in_thread(normal.job)  # ... and leaves it when finished
+    assert await queue.job_state("C1:1.1") == "done"
+    [dead] = await dead_letters(redis_client, queue)
+    assert dead[b"answered"] == b"1"
+    assert dead[b"raw"][:1] == b"{"
+    assert (await queue.depth()).jobs == 1
+    assert sample(metrics.render().decode(), "diagbot_queue_jobs_total", event="poison") == 1
+
+
+async def test_a_poison_entry_whose_worker_died_is_taken_over_as_poison_again(
+        redis_queue: RedisJobQueue) -> None:
+    await redis_queue.enqueue(hostile("1.1", attempt=0), 10)
+    [first] = await redis_queue.take("died", 10, 0.1)
+    [again] = await redis_queue.reclaim("w2", 0.0, 10)
+    assert first.poison is not None
+    assert again.poison is not None
+    assert again.redelivered
+
+
+async def test_the_dead_letter_stream_is_bounded(redis_client: aioredis.Redis, key_prefix: str) -> None:
+    queue = RedisJobQueue(redis_client, key_prefix)
+    for _ in range(3):
+        for _ in range(DEAD_LETTER_MAXLEN // 2):
+            await redis_client.xadd(f"{key_prefix}turns", {"job": b"[]"})
+        await queue.take("w1", DEAD_LETTER_MAXLEN, 0.1)
+    # XADD MAXLEN ~ trims whole macro nodes (100 entries by default): close to the bound, never far past it.
+    assert DEAD_LETTER_MAXLEN <= await redis_client.xlen(queue.dead_letters) <= DEAD_LETTER_MAXLEN + 100
+    assert await redis_client.xlen(f"{key_prefix}turns") == 0
 
 
 async def test_gone_consumers_are_forgotten_busy_ones_kept(redis_queue: RedisJobQueue, redis_client: aioredis.Redis,
