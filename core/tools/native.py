@@ -1,0 +1,64 @@
+"""`NativeToolAdapter`: a native backend (pydantic argument model + run) as the boundary's `Tool`."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Mapping
+from typing import Any, Generic
+
+from pydantic import ValidationError
+
+from core.contracts.evidence import RawResult
+from core.tools.contract import ArgsT, InvalidArguments, NativeTool
+
+
+def validation_message(tool: str, exc: ValidationError) -> str:
+    """Plain words naming each bad field, without echoing the (possibly secret) input."""
+    problems = []
+    for err in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in err["loc"]) or "arguments"
+        problems.append(f"{where}: {err['msg'].lower()}")
+    return f"Invalid arguments for {tool}: " + "; ".join(problems[:8]) + "."
+
+
+def described(summary: str, doc: str | None) -> str:
+    """The agent's description of a tool: its one-line summary, then its argument model's docstring."""
+    text = (doc or "").strip() or summary
+    return text if summary in text else f"{summary} {text}".strip()
+
+
+class NativeToolAdapter(Generic[ArgsT]):
+    """The boundary's view of a native backend: arguments validated by its pydantic model, whose JSON schema the
+    agent sees. Other attributes (aclose, engines) stay on `backend`."""
+
+    def __init__(self, backend: NativeTool[ArgsT], summary: str) -> None:
+        self.backend = backend
+        self._summary = summary
+
+    @property
+    def name(self) -> str:
+        return self.backend.name
+
+    @property
+    def args_model(self) -> type[ArgsT]:
+        return self.backend.args_model
+
+    @property
+    def description(self) -> str:
+        return described(self._summary, inspect.getdoc(self.backend.args_model))
+
+    def parameters(self) -> dict[str, Any]:
+        return self.backend.args_model.model_json_schema()
+
+    def validate(self, arguments: Mapping[str, Any]) -> ArgsT:
+        try:
+            return self.backend.args_model.model_validate(arguments)
+        except ValidationError as exc:
+            raise InvalidArguments(validation_message(self.name, exc)) from None
+
+    def effective(self, args: ArgsT) -> dict[str, Any]:
+        dumped: dict[str, Any] = args.model_dump(mode="json")
+        return dumped
+
+    async def run(self, args: ArgsT) -> RawResult:
+        return await self.backend.run(args)
