@@ -54,7 +54,7 @@ def build_draft(records: list[CanonicalRecord]) -> DiagnosisDraft:
     analyses = []
     for a in range(10):
         first, second = records[a * 2], records[a * 2 + 1]
-        if first.tool_name.value == "query_logs":
+        if first.tool_name == "query_logs":
             text = (
                 f"{40 + a * 2} ERROR lines on svc-{a * 2}: HikariPool-{a * 2} timed out after 30000ms at 23:00, "
                 f"waiting={a * 6}, between 22:30 and 23:30."

@@ -68,7 +68,7 @@ def _fallback(fallback: FallbackMessage) -> list[str]:
     if fallback.observed_facts:
         lines.append("Observed:")
         for fact in fallback.observed_facts:
-            lines.append(f"  - {fact.text}  ({fact.tool_name.value} {fact.tool_call_id}, {fact.evidence_status.value})")
+            lines.append(f"  - {fact.text}  ({fact.tool_name} {fact.tool_call_id}, {fact.evidence_status.value})")
             lines += [f"      {line}" for line in fact.lines]
             if fact.table is not None and fact.table.rows:
                 lines.append("      " + " | ".join(fact.table.columns))

@@ -107,7 +107,7 @@ def progress_page() -> str:
     updates = [ProgressUpdate(stage=ProgressStage.ROUTING), ProgressUpdate(stage=ProgressStage.PLANNING, step=1)]
     for record in records():
         projection = record.projection or {}
-        tool = ToolProgress(tool_call_id=record.tool_call_id, tool=record.tool_name.value,
+        tool = ToolProgress(tool_call_id=record.tool_call_id, tool=record.tool_name,
                             subject=subject_of(record.tool_name, record.effective_arguments, projection),
                             evidence_status=EvidenceStatus(projection["evidence_status"]), count=projection["count"])
         updates.append(ProgressUpdate(stage=ProgressStage.TOOL_FINISHED, tool=tool))

@@ -224,7 +224,7 @@ def error_record(run_id: str, tool_call_id: str, tool: ToolName, code: str, mess
     """A READY record of a call that ended in ERROR (never evidence)."""
     projection = {
         "tool_call_id": tool_call_id,
-        "tool_name": tool.value,
+        "tool_name": str(tool),
         "evidence_status": EvidenceStatus.ERROR.value,
         "count": 0,
         "truncated": False,

@@ -8,9 +8,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+ToolNameStr = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,79}$")]
+"""A tool's name as records carry it: any registered tool (core/tools/registry.py), native or `mcp_<server>_<tool>`."""
+
 
 class ToolName(StrEnum):
-    """The three read-only tools the agent may call."""
+    """The native tools' names (being replaced by each tool folder's own NAME; records carry a ToolNameStr)."""
 
     LOOKUP_KNOWLEDGE = "lookup_knowledge"
     QUERY_LOGS = "query_logs"
@@ -76,7 +79,7 @@ class ProjectionBase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     tool_call_id: str = Field(description="The id the agent must cite for this call.")
-    tool_name: ToolName
+    tool_name: ToolNameStr
     evidence_status: EvidenceStatus
     count: int = Field(ge=0, description="Total number of matches found by the backend (may exceed items shown).")
     truncated: bool = Field(default=False, description="True when items or text were cut to fit the bounds.")
@@ -143,7 +146,7 @@ class CanonicalRecord(BaseModel):
 
     run_id: str
     tool_call_id: str
-    tool_name: ToolName
+    tool_name: ToolNameStr
     arguments: dict[str, Any] = Field(description="Arguments as the model sent them (after JSON decoding).")
     effective_arguments: dict[str, Any] = Field(
         default_factory=dict, description="Validated arguments with defaults applied; grounding source."
@@ -163,7 +166,7 @@ class InvocationMeta(BaseModel):
 
     run_id: str
     tool_call_id: str
-    tool_name: ToolName
+    tool_name: ToolNameStr
     state: InvocationState
     evidence_status: EvidenceStatus | None
     count: int = 0
@@ -179,6 +182,6 @@ class CallSummary(BaseModel):
     """One line about a referencable call, given to EvidenceRepair and used for fallbacks."""
 
     tool_call_id: str
-    tool_name: ToolName
+    tool_name: ToolNameStr
     evidence_status: EvidenceStatus
     summary: str = Field(description="One-line safe summary, e.g. 'query_logs service=order-service query=timeout: 37 lines'.")

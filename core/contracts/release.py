@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from core.contracts.draft import DiagnosisDraft, KnowledgeAnswer
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus, ToolNameStr
 
 
 class Severity(StrEnum):
@@ -151,7 +151,7 @@ class ObservedFact(BaseModel):
 
     text: str = Field(max_length=400, description="One plain sentence: what was queried and what it returned.")
     tool_call_id: str = Field(description="Internal: which call (for the trace; never shown in Slack).")
-    tool_name: ToolName
+    tool_name: ToolNameStr
     evidence_status: EvidenceStatus
     lines: list[str] = Field(default_factory=list, max_length=3,
                              description="The most telling log lines or runbook excerpt, each bounded.")
@@ -162,7 +162,7 @@ class EvidenceSource(BaseModel):
     """A cited call as shown under a published report."""
 
     tool_call_id: str
-    tool_name: ToolName
+    tool_name: ToolNameStr
     evidence_status: EvidenceStatus
     label: str = Field(description="Short human label, e.g. 'query_logs order-service \"timeout\" (37 matches)'.")
 

@@ -163,7 +163,7 @@ def error_reason(record: CanonicalRecord, projection: Mapping[str, Any]) -> str:
 def _error_fact(record: CanonicalRecord, projection: Mapping[str, Any], args: Mapping[str, Any]) -> str:
     what = {ToolName.QUERY_LOGS: f'The logs query for {shorten(args.get("service") or "every service", 60)}',
             ToolName.QUERY_MYSQL: f'The database query "{sql_words(args.get("sql"), 80)}"',
-            ToolName.LOOKUP_KNOWLEDGE: f'The runbook lookup "{shorten(args.get("query") or "", 60)}"'}[record.tool_name]
+            ToolName.LOOKUP_KNOWLEDGE: f'The runbook lookup "{shorten(args.get("query") or "", 60)}"'}[ToolName(record.tool_name)]
     return f"{what} could not run: {error_reason(record, projection)}."
 
 
@@ -179,9 +179,9 @@ def _fact(record: CanonicalRecord, words: frozenset[str]) -> tuple[int, Observed
     if record.state is InvocationState.READY and projection and status in (EvidenceStatus.EVIDENCE_FOUND,
                                                                             EvidenceStatus.NO_EVIDENCE):
         priority = 0 if status is EvidenceStatus.EVIDENCE_FOUND else 1
-        if record.tool_name is ToolName.QUERY_LOGS:
+        if record.tool_name == ToolName.QUERY_LOGS:
             text, lines = _logs_fact(status, projection, args, words)
-        elif record.tool_name is ToolName.QUERY_MYSQL:
+        elif record.tool_name == ToolName.QUERY_MYSQL:
             text, table = _sql_fact(status, projection, args, words)
         else:
             text, lines = _knowledge_fact(status, projection, args)

@@ -38,7 +38,7 @@ def failure_stage(cause: FailureCause) -> str:
 
 def _found_logs_service(record: CanonicalRecord) -> tuple[str, str] | None:
     args = record.effective_arguments or record.arguments
-    if record.tool_name is not ToolName.QUERY_LOGS or not args.get("service"):
+    if record.tool_name != ToolName.QUERY_LOGS or not args.get("service"):
         return None
     projection = record.projection or {}
     window = window_text(projection.get("window_start") or args.get("start"), projection.get("window_end") or args.get("end"))
@@ -54,19 +54,19 @@ def _record_steps(record: CanonicalRecord, services: dict[str, str]) -> list[str
         if (code or (record.error.code if record.error else "")) in _NO_STEP_CODES:
             return []  # the run's own budget or cancel: the failure's step says what to do
         what = {ToolName.QUERY_LOGS: "logs query", ToolName.QUERY_MYSQL: "database query",
-                ToolName.LOOKUP_KNOWLEDGE: "runbook lookup"}[record.tool_name]
+                ToolName.LOOKUP_KNOWLEDGE: "runbook lookup"}[ToolName(record.tool_name)]
         reason = error_reason(record, record.projection or {})
-        if record.tool_name is ToolName.QUERY_MYSQL:
+        if record.tool_name == ToolName.QUERY_MYSQL:
             return [f'The {what} "{sql_words(args.get("sql"), 60)}" was not run ({reason}); ask for the data in other words.']
         return [f"The {what} could not run ({reason}); fix its backend or arguments and ask again."]
-    if record.tool_name is ToolName.QUERY_LOGS and (found := _found_logs_service(record)):
+    if record.tool_name == ToolName.QUERY_LOGS and (found := _found_logs_service(record)):
         service, window = found
         if status is EvidenceStatus.EVIDENCE_FOUND:
             services.setdefault(service, window)
             return []
         return [f'Look at {service}\'s logs for "{shorten(args.get("query") or "", 60)}" over a wider window; '
                 "no match in one window is not proof of health."]
-    if record.tool_name is ToolName.LOOKUP_KNOWLEDGE and status is EvidenceStatus.EVIDENCE_FOUND and record.projection:
+    if record.tool_name == ToolName.LOOKUP_KNOWLEDGE and status is EvidenceStatus.EVIDENCE_FOUND and record.projection:
         blocks = [b for b in record.projection.get("evidence_blocks") or [] if isinstance(b, Mapping)]
         if blocks:
             return [f"Read runbook {shorten(blocks[0].get('doc', '?'), 80)} § {shorten(blocks[0].get('heading', '?'), 80)}"

@@ -27,7 +27,7 @@ def _window(projection: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
     )
 
 
-def label_for(tool: ToolName, projection: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
+def label_for(tool: str, projection: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
     """A short human label for a cited call, e.g. 'query_logs order-service "timeout" ERROR (37 matches)'."""
     status = projection.get("evidence_status")
     count = projection.get("count", 0)
@@ -37,15 +37,15 @@ def label_for(tool: ToolName, projection: Mapping[str, Any], arguments: Mapping[
     elif status == EvidenceStatus.NO_EVIDENCE.value:
         result = "no matches"
     else:
-        noun = {ToolName.QUERY_LOGS: "match", ToolName.QUERY_MYSQL: "row", ToolName.LOOKUP_KNOWLEDGE: "section"}[tool]
+        noun = {ToolName.QUERY_LOGS: "match", ToolName.QUERY_MYSQL: "row", ToolName.LOOKUP_KNOWLEDGE: "section"}[ToolName(tool)]
         result = plural(count, noun)
-    if tool is ToolName.QUERY_LOGS:
+    if tool == ToolName.QUERY_LOGS:
         subject = f"{_logs_subject(projection, arguments)} {_window(projection, arguments)}"
-    elif tool is ToolName.QUERY_MYSQL:
+    elif tool == ToolName.QUERY_MYSQL:
         subject = f'"{sql_words(arguments.get("sql"), 100)}"'
     else:
         subject = f'"{shorten(arguments.get("query") or "", 80)}"'
-    return shorten(f"{tool.value} {subject} ({result})", 240)
+    return shorten(f"{tool} {subject} ({result})", 240)
 
 
 def source_label(record: CanonicalRecord) -> str:

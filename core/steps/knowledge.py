@@ -30,7 +30,7 @@ def documents_found(records: list[CanonicalRecord]) -> list[str]:
     """Docs returned by this run's lookup_knowledge calls, in first-seen order."""
     docs: list[str] = []
     for record in records:
-        if record.tool_name is not ToolName.LOOKUP_KNOWLEDGE or not record.projection:
+        if record.tool_name != ToolName.LOOKUP_KNOWLEDGE or not record.projection:
             continue
         for block in record.projection.get("evidence_blocks") or []:
             doc = block.get("doc") if isinstance(block, dict) else None
@@ -50,7 +50,7 @@ async def citation_problems(canonical: CanonicalStore, run_id: str, answer: Know
         where = f"citations[{index}]"
         if record is None or record.run_id != run_id:
             problems.append(f"{where}: call not in this run")
-        elif record.tool_name is not ToolName.LOOKUP_KNOWLEDGE:
+        elif record.tool_name != ToolName.LOOKUP_KNOWLEDGE:
             problems.append(f"{where}: not a {LOOKUP} call")
         elif record.state is not InvocationState.READY or record.evidence_status is not EvidenceStatus.EVIDENCE_FOUND:
             problems.append(f"{where}: call did not return evidence")

@@ -141,7 +141,7 @@ async def test_grounded_diagnosis_is_published_with_ordered_timeline(rig: Rig) -
     outcome = await rig.ask()
     assert outcome.outcome is Outcome.SUCCESS, outcome
     assert outcome.report is not None
-    assert outcome.report.sources[0].tool_name.value == "query_logs"
+    assert outcome.report.sources[0].tool_name == "query_logs"
     assert await rig.events(outcome) == [
         EventType.RUN_STARTED, EventType.MODEL_CALL, EventType.INTENT_ROUTED, EventType.MODEL_CALL, EventType.TOOL_CALL,
         EventType.MODEL_CALL, EventType.DRAFT_SUBMITTED, EventType.EVIDENCE_GUARD_INITIAL, EventType.MODEL_CALL,

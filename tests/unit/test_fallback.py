@@ -23,7 +23,7 @@ def test_found_facts_come_first_then_no_evidence_then_errors() -> None:
         EvidenceStatus.NO_EVIDENCE,
         EvidenceStatus.ERROR,
     ]
-    assert facts[0].tool_name is ToolName.QUERY_LOGS
+    assert facts[0].tool_name == ToolName.QUERY_LOGS
 
 
 def test_logs_fact_states_count_window_and_the_telling_lines() -> None:

@@ -20,7 +20,7 @@ def _row(meta: InvocationMeta) -> dict[str, object]:
     return {
         "run_id": meta.run_id,
         "tool_call_id": meta.tool_call_id,
-        "tool_name": meta.tool_name.value,
+        "tool_name": meta.tool_name,
         "state": meta.state.value,
         "evidence_status": meta.evidence_status.value if meta.evidence_status else None,
         "count": meta.count,
