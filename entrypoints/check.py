@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from core.health.catalog import config_checks
 from core.health.result import CheckResult, Level, fatal, run_checks
 from core.settings import Settings
+
+if TYPE_CHECKING:
+    from core.llm.probe import AgentShape
 
 log = logging.getLogger("diagbot.check")
 
@@ -51,8 +55,20 @@ async def model_probe(settings: Settings) -> list[CheckResult]:
     from core.llm.probe import probe_model  # the openai SDK takes a while to import; only --model needs it here
 
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return await probe_model(settings.openai_base_url, key, settings.diag_model,
-                             timeout_s=min(settings.diag_model_timeout_s, 60.0))
+    return await probe_model(settings.openai_base_url, key, settings.diag_model, agent_shape(settings),
+                             timeout_s=settings.diag_model_timeout_s)
+
+
+def agent_shape(settings: Settings) -> AgentShape:
+    """The requests the bot will send: its prompts, the agent's function schemas (strict or plain) and tool_choice."""
+    from core.llm.probe import AgentShape
+    from core.llm.prompts import PromptLibrary
+    from core.steps.schemas import diagnosis_tools
+
+    prompts = PromptLibrary(settings.diag_prompts_dir)
+    return AgentShape(agent_prompt=prompts.get("diagnosis_agent"), judge_prompt=prompts.get("semantic_guard"),
+                      tools=diagnosis_tools(strict=settings.diag_model_strict),
+                      tool_choice=settings.diag_model_tool_choice, guard_model=settings.guard_model)
 
 
 async def preflight(settings: Settings, err: Print, command: str = "serve") -> list[CheckResult] | None:

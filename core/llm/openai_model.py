@@ -98,10 +98,12 @@ class OpenAIChatModel:
         while True:
             attempt += 1
             try:
-                return await self._once(model, self.adapt.messages(messages), self.adapt.tools(tools), timeout_s)
+                reply = await self._once(model, self.adapt.messages(messages), self.adapt.tools(tools), timeout_s)
+                self.adapt.accepted(self._choice(tools))
+                return reply
             except (openai.APIConnectionError, openai.APIStatusError) as exc:  # APITimeoutError is a connection error
                 status = exc.status_code if isinstance(exc, openai.APIStatusError) else None
-                if status is not None and self.adapt.learn(status, messages, tools):
+                if status is not None and self.adapt.learn(status, messages, tools, self._choice(tools), _error_text(exc)):
                     attempt -= 1  # the request was malformed for this endpoint, not a failed attempt
                     continue
                 retryable = status is None or status in _RETRYABLE_STATUS or status >= 500
@@ -119,8 +121,8 @@ class OpenAIChatModel:
         body: dict[str, Any] = {"model": model, "messages": messages}
         if tools:
             body["tools"] = tools
-            if self.tool_choice:
-                body["tool_choice"] = self.tool_choice
+            if choice := self._choice(tools):
+                body["tool_choice"] = choice
         # The same POST `chat.completions.create` makes, minus two costs that grow with the conversation: its walk
         # of the TypedDict annotations over every message and tool schema (the body is plain JSON already), and the
         # build of the typed ChatCompletion (only a few fields are read). Status errors, timeouts and connection
@@ -136,6 +138,10 @@ class OpenAIChatModel:
         except orjson.JSONDecodeError as exc:
             raise ModelUnavailable("the endpoint returned a body that is not JSON") from exc
         return parse_completion(data)
+
+    def _choice(self, tools: list[dict[str, Any]] | None) -> str | None:
+        """The tool_choice to send: the configured one, unless this endpoint refused it (then "auto", then none)."""
+        return self.adapt.tool_choice(self.tool_choice) if tools else None
 
     @staticmethod
     def _options(timeout_s: float) -> Any:
@@ -155,26 +161,69 @@ class OpenAIChatModel:
 
 class EndpointAdaptation:
     """What this endpoint turned out not to accept, learnt from its 4xx/5xx answers, each adapted once and for good:
-    `strict: true` function schemas (sent without it afterwards) and assistant messages with `content: null`
-    (sent as "" afterwards; llama-cpp-python answers them with HTTP 500)."""
+    `strict: true` function schemas (sent without it afterwards), assistant messages with `content: null` (sent as
+    "" afterwards; llama-cpp-python answers them with HTTP 500) and the configured `tool_choice` (left out afterwards;
+    llama-cpp-python's chatml-function-calling handler fails with HTTP 500 on anything but "auto")."""
 
     def __init__(self) -> None:
         self.no_strict = False
         self.empty_content = False
+        self.refused_choices: set[str] = set()
+        self.accepted_choices: set[str] = set()
 
-    def learn(self, status: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> bool:
-        """True when the failed request had something this endpoint may reject that is not yet adapted."""
+    def learn(self, status: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+              tool_choice: str | None = None, error_text: str = "") -> bool:
+        """True when the failed request had something this endpoint may reject that is not yet adapted: the part its
+        error names, else for a 500 (a server failing on it) a tool_choice not yet seen accepted before null content
+        and strict schemas, for a 400/422 (a validator refusing it) strict schemas, null content, then tool_choice."""
         if status not in (400, 422, 500):
             return False
-        if not self.no_strict and any(t.get("function", {}).get("strict") for t in tools or []):
-            self.no_strict = True
-            log.warning("the model endpoint refused strict function schemas (HTTP %d); sending them without strict", status)
-            return True
-        if not self.empty_content and any(m.get("role") == "assistant" and m.get("content") is None for m in messages):
-            self.empty_content = True
-            log.warning("the model endpoint refused content: null (HTTP %d); sending empty content instead", status)
-            return True
-        return False
+        if tool_choice and "tool_choice" in error_text.lower():
+            return self._drop_tool_choice(status, tool_choice)
+        suspects = [self._strict, self._null_content, self._choice]
+        if status == 500 and tool_choice not in self.accepted_choices:
+            suspects = [self._choice, self._null_content, self._strict]
+        return any(suspect(status, messages, tools, tool_choice) for suspect in suspects)
+
+    def accepted(self, tool_choice: str | None) -> None:
+        """A request with this tool_choice was answered: it is not what a later failure is about."""
+        if tool_choice:
+            self.accepted_choices.add(tool_choice)
+
+    def _strict(self, status: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                tool_choice: str | None) -> bool:
+        if self.no_strict or not any(t.get("function", {}).get("strict") for t in tools or []):
+            return False
+        self.no_strict = True
+        log.warning("the model endpoint refused strict function schemas (HTTP %d); sending them without strict", status)
+        return True
+
+    def _null_content(self, status: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                      tool_choice: str | None) -> bool:
+        if self.empty_content or not any(m.get("role") == "assistant" and m.get("content") is None for m in messages):
+            return False
+        self.empty_content = True
+        log.warning("the model endpoint refused content: null (HTTP %d); sending empty content instead", status)
+        return True
+
+    def _choice(self, status: int, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None,
+                tool_choice: str | None) -> bool:
+        return bool(tool_choice) and self._drop_tool_choice(status, str(tool_choice))
+
+    def _drop_tool_choice(self, status: int, tool_choice: str) -> bool:
+        if tool_choice in self.refused_choices:
+            return False
+        self.refused_choices.add(tool_choice)
+        log.warning("the model endpoint refused tool_choice=%s (HTTP %d); sending %s instead (set "
+                    "DIAG_MODEL_TOOL_CHOICE accordingly)", tool_choice, status, self.tool_choice(tool_choice) or "none")
+        return True
+
+    def tool_choice(self, configured: str | None) -> str | None:
+        """The configured tool_choice as this endpoint accepts it: "required" it refused becomes "auto" (what
+        llama-cpp-python's function-calling handler supports), a refused "auto" is left out."""
+        if not configured or configured not in self.refused_choices:
+            return configured
+        return "auto" if "auto" not in self.refused_choices else None
 
     def messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The messages as this endpoint accepts them."""
@@ -234,6 +283,16 @@ def _reasoning(message: dict[str, Any]) -> str | None:
         if isinstance(value, str) and value.strip():
             return value
     return None
+
+
+def _error_text(exc: Exception) -> str:
+    """The endpoint's error message (to tell which part of the request it refused); never logged or shown."""
+    if not isinstance(exc, openai.APIStatusError):
+        return ""
+    body = exc.body
+    error = body.get("error", body) if isinstance(body, dict) else body
+    message = error.get("message") if isinstance(error, dict) else error
+    return str(message or exc.message)[:2000]
 
 
 def _retry_after(exc: Exception) -> float | None:

@@ -23,6 +23,7 @@ from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore
 from core.tools.registry import build_tools
 from tests.fakes.agent_doubles import make_ctx
+from tests.fakes.llama_cpp_endpoint import CHATML_FUNCTION_CALLING, GGUF_TEMPLATE, llama_cpp
 from tests.fakes.openai_server import FakeOpenAIServer
 
 CLOCK = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
@@ -130,3 +131,32 @@ async def test_a_call_echoed_from_a_log_line_is_not_executed(
     assert result.draft is None
     assert await canonical.list_run(ctx.run_id) == []
     assert timeline.of(EventType.MODEL_CALL)[0]["echoed_calls_ignored"] == 1
+
+
+async def test_llama_cpp_own_template_run_reaches_a_draft_through_text_calls(
+    agent_and_server: tuple[DiagnosisAgent, FakeOpenAIServer, InMemoryCanonicalStore],
+) -> None:
+    """llama-cpp-python serving the GGUF's own template writes <tool_call> text: the run queries and submits."""
+    agent, server, canonical = agent_and_server
+    server.push(*[llama_cpp(GGUF_TEMPLATE)] * 4)
+    ctx, _ = make_ctx("why is order-service failing since 23:00?")
+    result = await agent.run(ctx, None)
+    assert result.stop_reason == "submitted"
+    assert result.draft is not None
+    guard = await EvidenceGuard(canonical, load_rules()).check(ctx.run_id, result.draft)
+    assert guard.valid, guard.violations
+
+
+async def test_a_refused_tool_choice_is_dropped_at_run_time_like_strict_schemas() -> None:
+    """DIAG_MODEL_TOOL_CHOICE=required against llama-cpp-python's function-calling handler (HTTP 500): the model
+    client sends tool_choice=auto from then on instead of failing every agent call."""
+    async with FakeOpenAIServer() as server:
+        server.push(*[llama_cpp(CHATML_FUNCTION_CALLING)] * 4)
+        model = OpenAIChatModel(server.base_url, "k", max_retries=0, tool_choice="required")
+        tools = [{"type": "function", "function": {"name": "query_logs", "parameters": {"type": "object"}}}]
+        first = await model.complete(model="m", messages=[{"role": "user", "content": "why?"}], tools=tools)
+        second = await model.complete(model="m", messages=[{"role": "user", "content": "why?"}], tools=tools)
+        await model.aclose()
+    assert [c.name for c in first.tool_calls] == ["query_logs"]
+    assert second.tool_calls
+    assert [r.get("tool_choice") for r in server.requests] == ["required", "auto", "auto"]
