@@ -21,7 +21,7 @@ from core.contracts.run import Budgets, EventType
 from core.llm.model import ModelReply, ModelToolCall
 from core.llm.openai_model import OpenAIChatModel
 from core.llm.prompts import PromptLibrary
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.settings import PROMPTS_DIR
 from core.steps.agent import DiagnosisAgent
 from core.steps.judge import build_judge_input

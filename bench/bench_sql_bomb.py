@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from core.contracts.evidence import ToolName
 from core.contracts.run import Budgets
 from core.evidence.boundary import ToolBoundary
+from core.run import RunContext
 from core.runtime import tune_gc
-from core.service.run_context import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore

@@ -11,7 +11,6 @@ from pydantic import BaseModel
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary, CanonicalRecord, InvocationMeta, RawResult, ToolName
 from core.contracts.feedback import Feedback, FeedbackTally, Vote
-from core.contracts.progress import ProgressUpdate
 from core.contracts.release import (
     FailureCause,
     PublishedReport,
@@ -21,12 +20,14 @@ from core.contracts.release import (
     VerifiedEvidenceSnapshot,
     Violation,
 )
-from core.contracts.run import EventType, Intent, RunRecord, StopReason, TimelineEvent, Turn
+from core.contracts.run import Intent, RunRecord, StopReason, TimelineEvent, Turn
 from core.queue.job import Claim, Enqueued, QueueDepth, TurnJob
+from core.run import ProgressSink as ProgressSink
+from core.run import RunContext as RunContext
+from core.run import Timeline as Timeline
 
 if TYPE_CHECKING:
     from core.llm.model import ModelReply
-    from core.service.run_context import RunContext
 
 ArgsT = TypeVar("ArgsT", bound=BaseModel)
 
@@ -132,14 +133,6 @@ class RunStore(Protocol):
         ...
 
 
-class Timeline(Protocol):
-    """What components use to record a timeline event for the current run."""
-
-    async def record(
-        self, type: EventType, summary: dict[str, Any] | None = None, duration_ms: float = 0.0
-    ) -> None: ...
-
-
 class Tool(Protocol[ArgsT]):
     """One read-only tool backend behind the ToolBoundary, generic over its argument model (no downcasts)."""
 
@@ -242,14 +235,6 @@ class SemanticJudge(Protocol):
         time_left_s: float | None = None, timeline: Timeline | None = None,
     ) -> SemanticVerdict:
         """One isolated judgement; UNAVAILABLE after bounded retries or when time_left_s is spent."""
-        ...
-
-
-class ProgressSink(Protocol):
-    """Receives safe progress updates while a run works (the Slack adapter throttles and renders them)."""
-
-    async def update(self, run_id: str, update: ProgressUpdate) -> None:
-        """One typed update (stage + detail): what the tools did and which stage runs, never draft text."""
         ...
 
 

@@ -21,7 +21,7 @@ from core.contracts.release import Outcome
 from core.contracts.run import SessionKey, Turn
 from core.errors import StoreUnavailable
 from core.observability.log_setup import configure_logging
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.settings import Settings
 from core.tools.args import args_model_for
 from entrypoints import schema_commands

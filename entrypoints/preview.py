@@ -27,7 +27,7 @@ from core.evidence.subjects import subject_of
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.release.release import DiagnosisRelease
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryTimelineStore

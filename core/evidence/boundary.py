@@ -35,7 +35,7 @@ from core.evidence.redaction import Redactor
 from core.evidence.subjects import cut_words, subject_of
 from core.observability.metrics import Metrics
 from core.ports import AuditStore, CanonicalStore, Tool
-from core.service.run_context import CancelScope, RunContext
+from core.run import DeadlinePassed, RunCancelled, RunContext, bounded
 
 logger = logging.getLogger(__name__)
 
@@ -219,24 +219,18 @@ class ToolBoundary:
         timed_out = False
         current = asyncio.current_task()
         cancelling = current.cancelling() if current is not None else 0
-        with CancelScope(call.ctx.cancelled) as scope:
-            limit = asyncio.timeout(timeout)
-            try:
-                async with limit:
-                    result = await tool.run(args)
-            except TimeoutError as exc:
-                if limit.expired():
-                    timed_out = True
-                else:
-                    failure = exc
-            except asyncio.CancelledError:
-                if current is None or current.cancelling() > cancelling:
-                    raise
-                timed_out = True  # the tool cancelled itself: it gave no answer, as a timeout
-            except Exception as exc:
-                failure = exc
-        if scope.cancelled_caught:
+        try:
+            result = await bounded(tool.run(args), call.ctx.cancelled, timeout)
+        except RunCancelled:
             return ToolError(code="CANCELLED", message="The run was cancelled while the tool was running.")
+        except DeadlinePassed:
+            timed_out = True
+        except asyncio.CancelledError:
+            if current is None or current.cancelling() > cancelling:
+                raise
+            timed_out = True  # the tool cancelled itself: it gave no answer, as a timeout
+        except Exception as exc:  # a TimeoutError the tool raised itself included
+            failure = exc
         if timed_out:
             return ToolError(code="TIMEOUT", message=f"{name} did not answer within {timeout:.1f} s.")
         if failure is None:

@@ -10,19 +10,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from core.contracts.run import EventType, StopReason
 from core.llm.model import ModelReply, ModelUnavailable
 from core.llm.text_calls import calls_in_text, data_texts
 from core.ports import AuditStore, ChatModel, Timeline
-from core.service.run_context import CancelScope, RunContext
+from core.run import DeadlinePassed, RunCancelled, RunContext, bounded, call_timeout
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-MIN_CALL_S = 0.001
 DEADLINE_SLACK_S = 0.05
 
 
@@ -39,33 +38,12 @@ async def race(ctx: RunContext, work: Awaitable[T]) -> T:
 
     Work runs in the current task; a cancel or the deadline cancels it there (no helper tasks per await).
     """
-    with CancelScope(ctx.cancelled) as scope:
-        deadline = asyncio.timeout(ctx.seconds_left())
-        try:
-            async with deadline:
-                result = await work
-        except TimeoutError:
-            if deadline.expired():
-                raise LoopStopped(StopReason.DEADLINE) from None
-            raise
-    if scope.cancelled_caught:
-        raise LoopStopped(StopReason.CANCELLED)
-    return result
-
-
-def shared_allowance(time_left_s: float | None) -> Callable[[], float | None]:
-    """For attempts that share one allowance: a function giving what is left of `time_left_s` now (None: no limit)."""
-    if time_left_s is None:
-        return lambda: None
-    ends = time.monotonic() + time_left_s
-    return lambda: ends - time.monotonic()
-
-
-def call_timeout(setting_s: float, time_left_s: float | None, reserve_s: float = 0.0) -> float:
-    """The timeout of one call: its setting, capped by what is left of the run after the later stages' reserve."""
-    if time_left_s is None:
-        return max(MIN_CALL_S, setting_s)
-    return max(MIN_CALL_S, min(setting_s, time_left_s - reserve_s))
+    try:
+        return await bounded(work, ctx.cancelled, ctx.seconds_left())
+    except RunCancelled:
+        raise LoopStopped(StopReason.CANCELLED) from None
+    except DeadlinePassed:
+        raise LoopStopped(StopReason.DEADLINE) from None
 
 
 class ModelStep:

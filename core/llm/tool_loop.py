@@ -27,7 +27,7 @@ from core.llm.model_step import LoopStopped, ModelStep, race
 from core.llm.prompts import PromptLibrary
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
 from core.ports import ToolInvoker
-from core.service.run_context import RunContext
+from core.run import RunContext
 
 log = logging.getLogger(__name__)
 

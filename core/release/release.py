@@ -39,7 +39,7 @@ from core.release.fallback import build_fallback, failure_fallback
 from core.release.review import shown_reason
 from core.release.sources import call_summaries, label_for
 from core.release.wording import failure_cause, violation_sentence, violation_sentences
-from core.service.run_context import RunContext
+from core.run import RunContext
 
 logger = logging.getLogger(__name__)
 

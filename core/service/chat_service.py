@@ -33,8 +33,10 @@ from core.ports import (
     TimelineStore,
 )
 from core.release.fallback import failure_fallback
+from core.run import RunCancelled, RunContext, bounded, release_grace_s
 from core.service.collaborators import Instruments, RunPolicy, RunStores, Steps
-from core.service.run_context import CancelScope, RunContext
+
+__all__ = ("ChatService", "RunCancelled", "release_grace_s")
 from core.service.sessions import SessionGate, active_run_key
 
 log = logging.getLogger(__name__)
@@ -48,10 +50,6 @@ CHAT_HELP = (
     "and where I got stuck. Reply \"stop\" in the thread to cancel a running diagnosis."
 )
 
-
-
-class RunCancelled(Exception):
-    """The run's cancel event fired."""
 
 
 class _SafeProgress:
@@ -246,14 +244,10 @@ class ChatService:
         status = RunStatus.FAILED if outcome.outcome is Outcome.FAILURE else RunStatus.FINISHED
         return outcome, status
 
-    async def _until_cancelled(self, ctx: RunContext, work: Awaitable[T]) -> T:
+    @staticmethod
+    async def _until_cancelled(ctx: RunContext, work: Awaitable[T]) -> T:
         """Await work unless the cancel event fires first (RunCancelled) or the deadline passes (TimeoutError)."""
-        with CancelScope(ctx.cancelled) as scope:
-            async with asyncio.timeout(ctx.seconds_left() + release_grace_s(ctx.budgets.deadline_s)):
-                result = await work
-        if scope.cancelled_caught:
-            raise RunCancelled
-        return result
+        return await bounded(work, ctx.cancelled, ctx.seconds_left() + release_grace_s(ctx.budgets.deadline_s))
 
     async def _dispatch(self, ctx: RunContext, record: RunRecord) -> ReleaseOutcome:
         intent = await self._route(ctx)
@@ -341,14 +335,6 @@ class ChatService:
 
 
 SESSION_SEEN_TTL_S = 30 * 24 * 3600.0
-MAX_RELEASE_GRACE_S = 30.0
-
-
-def release_grace_s(deadline_s: float) -> float:
-    """Time past the deadline the hard backstop allows, so a draft submitted just in time can still be released.
-
-    The agent stops itself at the deadline; the backstop only catches a stage that hangs past it."""
-    return min(MAX_RELEASE_GRACE_S, max(1.0, 0.2 * deadline_s))
 FAILURE_BUILD_TIMEOUT_S = 10.0
 
 

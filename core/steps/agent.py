@@ -21,7 +21,7 @@ from core.llm.tool_loop import (
     validation_summary,
 )
 from core.ports import AuditStore, ChatModel, ToolInvoker
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.steps.schemas import SUBMIT_DIAGNOSIS, diagnosis_tools
 from core.tools.args import normalised_arguments
 

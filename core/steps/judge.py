@@ -10,10 +10,11 @@ from typing import Any
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import SemanticVerdict, SemanticVerdictKind, VerifiedEvidenceSnapshot
 from core.llm.model import ModelUnavailable
-from core.llm.model_step import ModelStep, shared_allowance
+from core.llm.model_step import ModelStep
 from core.llm.prompts import PromptLibrary
 from core.llm.wire import parse_json_object, system_message, user_message
 from core.ports import AuditStore, ChatModel, Timeline
+from core.run import shared_allowance
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from core.llm.tool_loop import LoopConfig, ToolLoop
 from core.ports import AuditStore, CanonicalStore, ChatModel, ToolInvoker
 from core.release.fallback import build_fallback
 from core.release.wording import FAILURE_STAGE, failure_cause
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.steps.schemas import SUBMIT_KNOWLEDGE, knowledge_tools
 from core.tools.args import normalised_arguments
 

@@ -18,11 +18,12 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary
 from core.contracts.release import Violation
 from core.llm.model import ModelReply, ModelUnavailable
-from core.llm.model_step import ModelStep, shared_allowance
+from core.llm.model_step import ModelStep
 from core.llm.prompts import PromptLibrary
 from core.llm.tool_loop import ECHOED_CONTENT_CHARS, validation_summary
 from core.llm.wire import assistant_message, decode_arguments, system_message, tool_message, user_message
 from core.ports import AuditStore, ChatModel, Timeline
+from core.run import shared_allowance
 from core.steps.schemas import SUBMIT_DIAGNOSIS, repair_tools
 
 log = logging.getLogger(__name__)

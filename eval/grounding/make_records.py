@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from core.bootstrap import build_services
-from core.service.run_context import RunContext
+from core.run import RunContext
 from entrypoints.demo import demo_settings
 
 OUT = Path(__file__).resolve().parent / "records.jsonl"

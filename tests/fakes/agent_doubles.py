@@ -14,7 +14,7 @@ from typing import Any
 
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationMeta, InvocationState, ToolName
 from core.contracts.run import EventType
-from core.service.run_context import RunContext
+from core.run import RunContext
 
 
 class RecordingAudit:

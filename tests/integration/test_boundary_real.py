@@ -15,7 +15,7 @@ from core.contracts.run import Budgets, EventType
 from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
 from core.evidence.projection import projection_size
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.sql import Database, SqlAuditStore, SqlTimelineStore

@@ -11,7 +11,7 @@ from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.release.fallback import STAGE_TEXT
 from core.release.release import DiagnosisRelease
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.memory import InMemoryTimelineStore

@@ -10,7 +10,7 @@ import pytest
 
 from core.bootstrap import Services, build_services
 from core.contracts.evidence import EvidenceStatus
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.settings import DEMO_CLOCK, Settings
 from tests.fixtures.planted import MARKERS, PLANTED, PlantedData, leaked, tool_calls, write_planted

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import pytest
 import redis.asyncio as aioredis
 
-from core.service.run_context import CancelSignal
+from core.run import CancelSignal
 from core.service.sessions import SessionGate, active_run_key, cancel_key, lock_key
 from core.stores.kv import InMemoryKV, RedisKV
 

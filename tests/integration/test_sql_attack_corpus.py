@@ -20,7 +20,7 @@ import pytest
 from core.contracts.evidence import ToolName
 from core.contracts.run import Budgets
 from core.evidence.boundary import ToolBoundary
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore

@@ -17,7 +17,7 @@ from core.contracts.evidence import EvidenceStatus, LogsProjection, RawResult, T
 from core.contracts.run import Budgets
 from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.settings import Settings
 from core.stores.canonical import InMemoryCanonicalStore

@@ -25,7 +25,7 @@ from core.contracts.run import Budgets, EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.evidence.boundary import ToolBoundary
 from core.evidence.projection import projection_size
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore

@@ -10,7 +10,7 @@ import contextlib
 
 import pytest
 
-from core.service.run_context import CancelScope, CancelSignal
+from core.run import CancelScope, CancelSignal
 
 
 async def test_signal_during_an_await_cancels_it_and_is_absorbed() -> None:

@@ -25,9 +25,9 @@ from core.contracts.release import (
     ReleaseOutcome,
 )
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, SessionKey, StopReason, TimelineEvent, Turn
+from core.run import RunContext
 from core.service.chat_service import CHAT_HELP, ChatService
 from core.service.collaborators import RunPolicy, RunStores, RunVersions, Steps
-from core.service.run_context import RunContext
 from core.service.sessions import SessionGate, cancel_key
 from tests.waiting import until
 

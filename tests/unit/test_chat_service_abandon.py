@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.release import FailureCause, Outcome, PublishedReport
 from core.contracts.run import Budgets, RunStatus, SessionKey, StopReason, Turn
-from core.service.run_context import RunContext
+from core.run import RunContext
 from tests.unit.test_chat_service import Agent, Result, a_draft, make_rig
 from tests.waiting import until
 

@@ -15,7 +15,7 @@ from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore

@@ -12,9 +12,10 @@ import pytest
 from core.contracts.release import SemanticVerdictKind
 from core.contracts.run import EventType, StopReason
 from core.llm.model import ModelReply
-from core.llm.model_step import ModelStep, call_timeout
+from core.llm.model_step import ModelStep
 from core.llm.prompts import PromptLibrary
 from core.release.release import POST_MARGIN_S, review_time_s
+from core.run import call_timeout
 from core.settings import PROMPTS_DIR
 from core.steps.agent import DiagnosisAgent
 from core.steps.judge import LlmSemanticJudge

@@ -8,7 +8,7 @@ import time
 from core.contracts.evidence import EvidenceStatus, RawResult, ToolName
 from core.evidence.boundary import ToolBoundary
 from core.evidence.raw_cap import cap_raw
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore

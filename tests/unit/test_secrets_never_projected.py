@@ -16,7 +16,7 @@ from core.contracts.evidence import EvidenceStatus, RawResult, ToolName
 from core.contracts.progress import ProgressUpdate
 from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
-from core.service.run_context import RunContext
+from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
