@@ -25,6 +25,7 @@ from core.stores.kv import RedisKV
 from core.stores.sql.audit import SqlAuditStore
 from entrypoints.demo import recorded_reply
 from testkit.openai_server import Entry, FakeOpenAIServer
+from tests.fakes.cluster import free_port
 
 QUESTION = "why is order-service failing since 23:00?"
 HIKARI = {"service": "order-service", "query": "HikariPool", "level": "ERROR"}
@@ -543,7 +544,8 @@ async def test_two_processes_sharing_redis_cancel_and_serialise(
 
 async def test_redis_down_ends_the_turn_in_a_clear_outcome_quickly(server: FakeOpenAIServer, tmp_path: Path) -> None:
     """With REDIS_URL pointing at nothing, a turn still ends in an outcome (no exception) within seconds."""
-    made = await make_rig(server, tmp_path, redis_url="redis://127.0.0.1:6399/0")
+    # A port just released by the OS, not a fixed one: another process on the machine may listen on any fixed port.
+    made = await make_rig(server, tmp_path, redis_url=f"redis://127.0.0.1:{free_port()}/0")
     try:
         server.push(*grounded_script())
         loop = asyncio.get_running_loop()
