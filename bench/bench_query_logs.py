@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 # Imported after the sys.path line so the bench runs from a plain checkout.
-from core.tools.args import LogsArgs
-from core.tools.logs import LogsTool
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.jsonl import LogsTool
 
 DATA = Path(__file__).resolve().parent / "_data" / "logs"
 SERVICES = ["order-service", "payment-service", "checkout-api", "inventory-service", "notification-service",

@@ -6,15 +6,16 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 from sqlalchemy import text
 
-from core.health.config import check_log_backend_choice, check_model_settings, check_store_mode
+from core.health.config import check_model_settings, check_store_mode
 from core.health.model import check_model_endpoint
 from core.health.result import Check, CheckResult, Level, static
 from core.health.schema import check_schema
 from core.health.stores import check_database, check_redis
-from core.health.tools import check_knowledge, check_logs, check_sql, check_sql_privileges
 from core.netdiag import network_cause
 from core.settings import Settings
 from core.stores.sql.db import Database
+from core.tools.checks import check_knowledge, check_sql, check_sql_privileges
+from core.tools.logs.health import check_log_backend_choice, check_logs
 
 
 def config_checks(settings: Settings, *, serving: bool) -> list[Check]:

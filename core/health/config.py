@@ -1,4 +1,4 @@
-"""Checks of the settings alone (no network): the model configuration, the log backend choice, the store mode."""
+"""Checks of the settings alone (no network): the model configuration and the store mode."""
 
 from __future__ import annotations
 
@@ -24,16 +24,6 @@ def check_model_settings(settings: Settings, *, required: bool) -> CheckResult:
                            fix=MODEL_FIX)
     missing = "DIAG_MODEL" if not has_model else "OPENAI_BASE_URL (or OPENAI_API_KEY for OpenAI itself)"
     return CheckResult(name="model.settings", level=Level.FATAL, detail=f"{missing} is unset", fix=MODEL_FIX)
-
-
-def check_log_backend_choice(settings: Settings) -> CheckResult:
-    """At most one of DIAG_LOKI_URL and DIAG_ES_URL."""
-    if settings.diag_loki_url and settings.diag_es_url:
-        return CheckResult(name="tool.query_logs.backend", level=Level.FATAL,
-                           detail="both DIAG_LOKI_URL and DIAG_ES_URL are set; query_logs uses exactly one backend",
-                           fix="unset DIAG_LOKI_URL or DIAG_ES_URL")
-    backend = "Loki" if settings.diag_loki_url else "Elasticsearch" if settings.diag_es_url else "the JSONL folder"
-    return CheckResult(name="tool.query_logs.backend", level=Level.OK, detail=f"query_logs reads {backend}")
 
 
 def check_store_mode(settings: Settings) -> CheckResult:

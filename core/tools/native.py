@@ -1,4 +1,5 @@
-"""`NativeToolAdapter`: a native backend (pydantic argument model + run) as the boundary's `Tool`."""
+"""Native tools: `ToolArgs`, the base of their pydantic argument models, and `NativeToolAdapter`, a native backend
+(argument model + run) as the boundary's `Tool`."""
 
 from __future__ import annotations
 
@@ -6,10 +7,26 @@ import inspect
 from collections.abc import Mapping
 from typing import Any, Generic
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from core.contracts.evidence import RawResult
 from core.tools.contract import ArgsT, InvalidArguments, NativeTool
+
+
+class ToolArgs(BaseModel):
+    """Base of the native tools' argument models: unknown fields refused, strings trimmed, null = default."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _null_means_default(cls, data: Any) -> Any:
+        """A null for a field with a non-null default means "use the default" (strict schemas make every field
+        required and optional ones nullable, so strict-mode models send `"limit": null`)."""
+        if isinstance(data, dict):
+            fields = cls.model_fields
+            return {k: v for k, v in data.items() if not (v is None and k in fields and fields[k].default is not None)}
+        return data
 
 
 def validation_message(tool: str, exc: ValidationError) -> str:

@@ -17,8 +17,9 @@ from core.health.catalog import config_checks
 from core.health.model import check_model_endpoint
 from core.health.result import Check, CheckResult, Level, run_checks
 from core.health.stores import check_database, check_redis
-from core.health.tools import check_logs, check_sql
 from core.settings import Settings
+from core.tools.checks import check_sql
+from core.tools.logs.health import check_logs
 from entrypoints.check import check_command
 from testkit.openai_server import FakeOpenAIServer
 from tests.conftest import REDIS_URL

@@ -17,9 +17,9 @@ from sqlglot import exp
 
 from core.errors import ToolFailure
 from core.health.result import Level
-from core.health.tools import check_sql_privileges
 from core.settings import Settings
 from core.tools.args import SqlArgs
+from core.tools.checks import check_sql_privileges
 from core.tools.sql import SqlTool, classify_url
 from core.tools.sql_budget import ResultBudget
 from core.tools.sql_policy import PreparedQuery

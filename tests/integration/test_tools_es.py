@@ -22,10 +22,10 @@ from core.service.timeline import RunTimeline
 from core.settings import Settings
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
-from core.tools.args import LogsArgs
-from core.tools.elasticsearch import ElasticsearchLogsTool, build_search, split_terms
-from core.tools.logs import LogsTool
-from core.tools.loki import LokiLogsTool
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.elasticsearch import ElasticsearchLogsTool, build_search, split_terms
+from core.tools.logs.jsonl import LogsTool
+from core.tools.logs.loki import LokiLogsTool
 from core.tools.registry import build_tools
 from tests.fakes.es_server import FakeElasticsearch, Fault, es_error, evaluate
 

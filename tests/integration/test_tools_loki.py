@@ -21,9 +21,9 @@ from core.service.timeline import RunTimeline
 from core.settings import Settings
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
-from core.tools.args import LogsArgs
-from core.tools.logs import LogsTool
-from core.tools.loki import LokiLogsTool, build_log_query
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.jsonl import LogsTool
+from core.tools.logs.loki import LokiLogsTool, build_log_query
 from core.tools.registry import build_tools
 from testkit.tools import FakeTool
 from tests.fakes.loki_server import INSTANT, RANGE, FakeLoki, Fault, parse_log_query

@@ -12,10 +12,11 @@ import pytest
 
 from core.contracts.evidence import ToolName
 from core.evidence.projection import project
-from core.tools.args import KnowledgeArgs, LogsArgs
+from core.tools.args import KnowledgeArgs
 from core.tools.item_bounds import TRUNCATED, ItemBounds, json_size
 from core.tools.knowledge import KnowledgeTool
-from core.tools.logs import LogsTool
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.jsonl import LogsTool
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 

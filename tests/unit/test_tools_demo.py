@@ -10,10 +10,12 @@ import pytest
 
 from core.contracts.evidence import ToolName
 from core.settings import DEMO_DATA, Settings
-from core.tools.args import KnowledgeArgs, LogsArgs, SqlArgs
+from core.tools.args import KnowledgeArgs, SqlArgs
+from core.tools.clock import clock_from
 from core.tools.knowledge import KnowledgeTool
-from core.tools.logs import LogsTool
-from core.tools.registry import build_tools, clock_from
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.jsonl import LogsTool
+from core.tools.registry import build_tools
 from core.tools.sql import SqlTool
 from demo.generate import DEMO_CLOCK, NOTIFICATION_ABSENT_TERM
 

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from core.errors import ToolFailure
-from core.tools.args import LogsArgs
-from core.tools.log_query import parse_terms
-from core.tools.logs import LogsTool
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.jsonl import LogsTool
+from core.tools.logs.query import parse_terms
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 

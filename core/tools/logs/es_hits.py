@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.errors import ToolFailure
-from core.tools.log_backend import CORE_KEYS, MAX_EXTRA_FIELDS, is_short
-from core.tools.log_query import normalise_level, parse_timestamp
-from core.tools.log_scan import iso_utc
+from core.tools.logs.backend import CORE_KEYS, MAX_EXTRA_FIELDS, is_short
+from core.tools.logs.query import normalise_level, parse_timestamp
+from core.tools.logs.scan import iso_utc
 
 
 def field_value(source: Mapping[str, Any], path: str) -> Any:

@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from core.tools.item_bounds import ItemBounds
-from core.tools.log_query import REQUIRED_FIELDS, LineMatcher
+from core.tools.logs.query import REQUIRED_FIELDS, LineMatcher
 
 DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
 MAX_LINE_BYTES = ItemBounds().line_bytes

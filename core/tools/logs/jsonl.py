@@ -24,12 +24,12 @@ from typing import Any
 
 from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
-from core.tools.args import LogsArgs
 from core.tools.item_bounds import ItemBounds, bound_items
-from core.tools.log_backend import QueryLogsTool, checked_window, effective_arguments
-from core.tools.log_index import DEFAULT_INDEX_MAX_BYTES, DEFAULT_INDEX_MAX_FILE_BYTES, FileSignature, IndexCache
-from core.tools.log_query import LineMatcher
-from core.tools.log_scan import DEFAULT_CHUNK_BYTES, Scan, iso_utc, scan_file
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.backend import QueryLogsTool, checked_window, effective_arguments
+from core.tools.logs.index import DEFAULT_INDEX_MAX_BYTES, DEFAULT_INDEX_MAX_FILE_BYTES, FileSignature, IndexCache
+from core.tools.logs.query import LineMatcher
+from core.tools.logs.scan import DEFAULT_CHUNK_BYTES, Scan, iso_utc, scan_file
 
 
 def iter_log_files(root: Path) -> Iterator[Path]:

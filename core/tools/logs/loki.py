@@ -37,9 +37,9 @@ from pydantic import SecretStr
 
 from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
-from core.tools.args import LogsArgs
 from core.tools.item_bounds import ItemBounds, bound_items
-from core.tools.log_backend import (
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.backend import (
     CORE_KEYS,
     MAX_EXTRA_FIELDS,
     HttpBackend,
@@ -50,8 +50,8 @@ from core.tools.log_backend import (
     is_short,
     split_url,
 )
-from core.tools.log_query import normalise_level, parse_terms
-from core.tools.log_scan import iso_utc
+from core.tools.logs.query import normalise_level, parse_terms
+from core.tools.logs.scan import iso_utc
 
 DEFAULT_TIMEOUT_S = 10.0
 _LOKI = HttpBackend("Loki", "LOKI", "check DIAG_LOKI_TOKEN and DIAG_LOKI_TENANT")

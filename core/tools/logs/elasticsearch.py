@@ -42,10 +42,9 @@ from yarl import URL
 
 from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
-from core.tools.args import LogsArgs
-from core.tools.es_hits import parse_hits
 from core.tools.item_bounds import ItemBounds, bound_items
-from core.tools.log_backend import (
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.backend import (
     HttpBackend,
     HttpLogsTool,
     checked_window,
@@ -53,7 +52,8 @@ from core.tools.log_backend import (
     effective_arguments,
     split_url,
 )
-from core.tools.loki import LEVEL_SPELLINGS
+from core.tools.logs.es_hits import parse_hits
+from core.tools.logs.loki import LEVEL_SPELLINGS
 
 DEFAULT_TIMEOUT_S = 10.0
 _ES = HttpBackend("Elasticsearch", "ES", "check DIAG_ES_API_KEY or the URL's user")

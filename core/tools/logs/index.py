@@ -17,8 +17,8 @@ from pathlib import Path
 
 import orjson
 
-from core.tools.log_query import REQUIRED_FIELDS, normalise_level, parse_timestamp
-from core.tools.log_scan import Scan, prefilter_hit
+from core.tools.logs.query import REQUIRED_FIELDS, normalise_level, parse_timestamp
+from core.tools.logs.scan import Scan, prefilter_hit
 
 DEFAULT_INDEX_MAX_FILE_BYTES = 16 * 1024 * 1024
 """Files up to this size may be indexed in memory; larger ones are always streamed."""

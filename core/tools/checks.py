@@ -1,4 +1,4 @@
-"""Checks of the tool backends: logs (JSONL folder, Loki or Elasticsearch), knowledge folder, DIAG_SQL_URL.
+"""Checks of the tool backends shared by toolsets (a folder of files) and, until they move, knowledge and DIAG_SQL_URL.
 
 A backend that is down is a warning: the server starts, the tool answers ERROR, readiness names it."""
 
@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sqlite3
-from datetime import timedelta
 from pathlib import Path
 from types import MappingProxyType
 from urllib.parse import quote
@@ -19,10 +18,7 @@ from sqlalchemy.pool import NullPool
 
 from core.errors import ToolFailure
 from core.health.result import CheckResult, Level
-from core.health.urls import display_url
 from core.settings import Settings
-from core.tools.args import LogsArgs
-from core.tools.registry import clock_from, logs_tool
 from core.tools.sql import classify_url
 from core.tools.sql_errors import ConnectProblem, connect_problem
 from core.tools.sql_privileges import DOC, sql_privilege_problems
@@ -56,34 +52,6 @@ async def check_folder(name: str, setting: str, folder: Path, pattern: str) -> C
         return CheckResult(name=name, level=Level.WARN, detail=f"{setting} {folder} has no {pattern} files",
                            fix=f"put {pattern} files under {folder} or point {setting} elsewhere")
     return CheckResult(name=name, level=Level.OK, detail=f"{setting} {folder}: {count} {pattern} files")
-
-
-async def check_log_service(settings: Settings) -> CheckResult:
-    """Loki or Elasticsearch answers one small query through the real tool (auth, tenant and index included)."""
-    setting = "DIAG_LOKI_URL" if settings.diag_loki_url else "DIAG_ES_URL"
-    shown = display_url(settings.diag_loki_url or settings.diag_es_url or "")
-    tool = logs_tool(settings, clock_from(settings))
-    end = clock_from(settings)()
-    try:
-        await tool.run(LogsArgs(service="diagbot-check", query="diagbot-check", start=end - timedelta(minutes=1),
-                                end=end, limit=1))
-    except ToolFailure as exc:
-        return CheckResult(name="tool.query_logs", level=Level.WARN, detail=f"{setting} {shown}: {exc.message}",
-                           fix=f"check {setting} (and its credentials) and that the service is reachable from here")
-    finally:
-        close = getattr(tool, "aclose", None)
-        if close is not None:
-            await close()
-    return CheckResult(name="tool.query_logs", level=Level.OK, detail=f"{setting} {shown} answers a query")
-
-
-async def check_logs(settings: Settings) -> CheckResult:
-    """query_logs' backend: the service when configured, else the JSONL folder."""
-    if settings.diag_loki_url and settings.diag_es_url:
-        return CheckResult(name="tool.query_logs", level=Level.SKIP, detail="two log backends set (see above)")
-    if settings.diag_loki_url or settings.diag_es_url:
-        return await check_log_service(settings)
-    return await check_folder("tool.query_logs", "DIAG_LOGS_PATH", settings.diag_logs_path, "*.jsonl")
 
 
 async def check_knowledge(settings: Settings) -> CheckResult:

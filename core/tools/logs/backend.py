@@ -19,8 +19,8 @@ from yarl import URL
 
 from core.contracts.evidence import ToolName
 from core.errors import ToolFailure
-from core.tools.args import LogsArgs
-from core.tools.log_scan import iso_utc
+from core.tools.logs.args import LogsArgs
+from core.tools.logs.scan import iso_utc
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
 MAX_EXTRA_FIELDS = 20
