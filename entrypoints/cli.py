@@ -65,6 +65,15 @@ def build_parser() -> argparse.ArgumentParser:
         "eval", help="a labelled grounding corpus through the EvidenceGuard (block and false-reject rates)"
     )
     evaluate.add_argument("path", help="corpus folder (cases *.jsonl + records.jsonl) or one cases file")
+    agent_eval = commands.add_parser(
+        "eval-agent", help="incidents with known root causes through the whole pipeline, a table per model")
+    agent_eval.add_argument("suite", help="suite folder (one folder per incident, e.g. eval/agent) or one incident")
+    agent_eval.add_argument("--live", action="store_true", help="the configured model endpoint answers, not recordings")
+    agent_eval.add_argument("--record", metavar="NAME", help="with --live: keep the answers as recordings/NAME.json")
+    agent_eval.add_argument("--model", dest="only", metavar="NAME", help="replay only this recording (file stem or model)")
+    agent_eval.add_argument("--incident", metavar="TEXT", help="only incidents whose folder name contains TEXT")
+    agent_eval.add_argument("--no-first-look", dest="first_look", action="store_false",
+                            help="with --live: run without the deterministic first look")
     replay = commands.add_parser("replay", help="re-check stored drafts under the current rules file")
     replay.add_argument("run_id", nargs="?", default=None)
     replay.add_argument("--since", metavar="AGE", type=schema_commands.older_than, default=None,
@@ -235,6 +244,11 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
         from entrypoints.eval_cmd import run_eval
 
         return await run_eval(Path(args.path), load_rules(settings.diag_rules_file))
+    if args.command == "eval-agent":
+        from entrypoints.eval_agent import run_eval_agent
+
+        return await run_eval_agent(Path(args.suite), live=args.live, settings=settings, record=args.record,
+                                    only=args.only, first_look=args.first_look, incident_filter=args.incident)
     if args.command == "check":
         from entrypoints.check import check_command
 

@@ -1,0 +1,3 @@
+CREATE TABLE deployments (id INTEGER PRIMARY KEY, service TEXT NOT NULL, version TEXT NOT NULL, deployed_at TEXT NOT NULL,
+  deployed_by TEXT NOT NULL, change_summary TEXT NOT NULL, status TEXT NOT NULL);
+INSERT INTO deployments VALUES (1, 'notification-service', '1.12.0', '2026-11-29 06:00:00', 'ci-bot', 'Template cache', 'succeeded');
