@@ -1,0 +1,70 @@
+"""A backend's series as the canonical raw result: the top N by peak, each with its labels, unit, kind, summary
+(first/last/min/max with their times, mean) and its points downsampled to RAW_POINTS (extremes kept); the other
+series are counted, never silently dropped."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from core.contracts.evidence import RawResult
+from core.tools.metrics.args import Window
+from core.tools.metrics.backend import Fetched
+from core.tools.metrics.promql import CheckedQuery
+from core.tools.metrics.series import Point, Series, downsample, iso, summarize, top_by_peak
+from core.tools.metrics.units import SeriesUnit
+
+MAX_SERIES_SHOWN = 20
+RAW_POINTS = 400
+SIGNIFICANT = 6
+
+
+def number(value: float) -> float | None:
+    """A value as shown: 6 significant digits (finite), None for NaN or infinities."""
+    if not math.isfinite(value):
+        return None
+    rounded = float(f"{value:.{SIGNIFICANT}g}")
+    return int(rounded) if rounded.is_integer() and abs(rounded) < 2**53 else rounded
+
+
+def point(p: Point) -> dict[str, Any]:
+    return {"t": iso(p.t), "v": number(p.v)}
+
+
+def series_item(series: Series, unit: SeriesUnit, points: int = RAW_POINTS) -> dict[str, Any]:
+    """One series as a raw item (its summary from every point, its points downsampled)."""
+    summary = summarize(series)
+    item: dict[str, Any] = {"metric": series.name, "labels": dict(sorted(series.labels.items())),
+                            "unit": unit.unit, "kind": unit.kind, "points_total": len(series)}
+    if summary is not None:
+        item |= {"first": point(summary.first), "last": point(summary.last), "min": point(summary.low),
+                 "max": point(summary.high), "mean": number(summary.mean)}
+        keep: tuple[float, ...] = (summary.low.t, summary.high.t)
+    else:
+        keep = ()
+    item["points"] = [[iso(p.t), number(p.v)] for p in downsample(series, points, keep)]
+    return item
+
+
+def effective_arguments(query: CheckedQuery, window: Window) -> dict[str, Any]:
+    """The arguments the query really ran with (window resolved against the clock, step chosen)."""
+    return {"query": query.text, "start": iso(window.start.timestamp()), "end": iso(window.end.timestamp()),
+            "step": number(window.step_s), "instant": window.instant}
+
+
+def raw_result(fetched: Fetched, query: CheckedQuery, window: Window, max_series: int = MAX_SERIES_SHOWN) -> RawResult:
+    """The raw result of one call: the top `max_series` series by peak, highest first."""
+    units = {id(s): u for s, u in zip(fetched.series, fetched.units, strict=True)}
+    shown = top_by_peak(fetched.series, max_series)
+    items = [series_item(s, units[id(s)]) for s in shown]
+    total = len(fetched.series)
+    notes: dict[str, Any] = dict(fetched.notes)
+    notes |= {"series_total": total, "series_listed": len(items), "order": "highest peak first"}
+    if total > len(items):
+        notes["series_not_listed"] = total - len(items)
+    if not window.instant:
+        notes["points_per_series_max"] = window.points
+    if fetched.warnings:
+        notes["backend_warnings"] = fetched.warnings
+    return RawResult(items=items, total_count=total, effective_arguments=effective_arguments(query, window),
+                     notes=notes)
