@@ -60,6 +60,12 @@ class Settings(BaseSettings):
     diag_es_timestamp_field: str = "@timestamp"
     diag_es_api_key: SecretStr | None = None
     diag_es_timeout_s: float = 10.0
+    # query_metrics: the Prometheus HTTP API when DIAG_PROMETHEUS_URL is set (user:password@ in it is basic auth,
+    # the token a bearer token), else the OpenMetrics files under DIAG_METRICS_PATH.
+    diag_metrics_path: Path = DEMO_DATA / "metrics"
+    diag_prometheus_url: str | None = None
+    diag_prometheus_token: SecretStr | None = None
+    diag_prometheus_timeout_s: float = Field(default=10.0, gt=0, le=300)
 
     port: int = 3000
     # Upgrade the database schema at start (unset: on for SQLite, off elsewhere; `diagbot migrate` does it on demand).
@@ -84,6 +90,7 @@ class Settings(BaseSettings):
     diag_slack_plain_feedback: bool = False
     diag_logs_link_template: str | None = None
     diag_sql_link_template: str | None = None
+    diag_metrics_link_template: str | None = None
     # Logs: `text` (one human line) or `json` (one object per line with run_id and session).
     diag_log_format: Literal["text", "json"] = "text"
 

@@ -222,7 +222,31 @@ class ExcerptsView:
     excerpts: tuple[Excerpt, ...]
 
 
-EvidenceView = LinesView | TableView | ExcerptsView
+@dataclass(frozen=True)
+class SeriesLine:
+    """One time series as Show evidence draws it: a title (metric and labels), its values in time order (None for a
+    gap) for a sparkline, its min / max / last in words with their times, and the points a finding rests on."""
+
+    title: str
+    values: tuple[float | None, ...]
+    low: str
+    high: str
+    last: str
+    marks: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SeriesView:
+    """Metric series (query_metrics); the renderer draws each as a sparkline with its min/max/last."""
+
+    series: tuple[SeriesLine, ...]
+    window: str = ""
+    """The queried window in words ("22:30–23:30 UTC, every 30 s")."""
+    more: int = 0
+    """Series the query returned beyond those listed."""
+
+
+EvidenceView = LinesView | TableView | ExcerptsView | SeriesView
 
 
 @dataclass(frozen=True)

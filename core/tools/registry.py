@@ -22,6 +22,7 @@ from core.tools.contract import PlannedCall, ToolEnv, Toolset, ToolSpec, Unknown
 from core.tools.contract import Tool as RunnableTool
 from core.tools.knowledge import KnowledgeTool
 from core.tools.logs.build import logs_tool
+from core.tools.metrics.toolset import MetricsToolset
 from core.tools.sql import SqlTool
 
 if TYPE_CHECKING:
@@ -79,7 +80,9 @@ class ToolRegistry:
         return [call for toolset in self.toolsets for call in toolset.first_look(service, start, end)]
 
 
-TOOLSETS: tuple[Toolset, ...] = ()
+TOOLSETS: tuple[Toolset, ...] = (
+    MetricsToolset(),
+)
 """The registered toolsets: one line each."""
 
 REGISTRY = ToolRegistry(TOOLSETS)

@@ -75,8 +75,10 @@ def fit_series(items: Sequence[dict[str, Any]], base_bytes: int, max_bytes: int,
         shown = [{**b, "points": _shown_points(i, points)} if points else b for b, i in zip(bare, items, strict=True)]
         total = base_bytes + sum(_size(s) + 1 for s in shown)
         if total <= max_bytes:
-            cut = any(len(s.get("points", [])) < len(i.get("points") or []) for s, i in zip(shown, items, strict=True))
-            return shown, cut or len(bare) < len(items)
+            # Downsampling to PROJECTION_POINTS is the design (points_total says how many there were), not a cut.
+            wanted = [min(len(i.get("points") or []), PROJECTION_POINTS) for i in items]
+            cut = any(len(s.get("points", [])) < w for s, w in zip(shown, wanted, strict=True))
+            return shown, cut
         if points == 0:
             break
         points = points // 2 if points > 4 else 0

@@ -25,7 +25,7 @@ from pydantic import SecretStr
 from yarl import URL
 
 from core.errors import ToolFailure
-from core.tools.log_backend import LazySession, clean_error_text, split_url
+from core.tools.logs.backend import LazySession, clean_error_text, split_url
 from core.tools.metrics.args import Window
 from core.tools.metrics.backend import MAX_SERIES_READ, Fetched
 from core.tools.metrics.promql import CheckedQuery

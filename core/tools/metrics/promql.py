@@ -13,9 +13,10 @@ backend evaluates only those), every selector's metric name (for metadata), and 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from functools import lru_cache
+from types import MappingProxyType
 from typing import Literal
 
 import promql_parser as pp
@@ -31,7 +32,7 @@ _PROBES = ("x", "order-service", "9090", "Z_z:1", "a b/c.d", "\u00e9t\u00e9", "-
 """Label values a regex must fail on at least once to restrict anything (Prometheus anchors regexes fully)."""
 
 Op = Literal["=", "!=", "=~", "!~"]
-_OPS: dict[str, Op] = {"Equal": "=", "NotEqual": "!=", "Re": "=~", "NotRe": "!~"}
+_OPS: Mapping[str, Op] = MappingProxyType({"Equal": "=", "NotEqual": "!=", "Re": "=~", "NotRe": "!~"})
 
 
 class QueryRefused(ValueError):
@@ -43,9 +44,9 @@ class QueryRefused(ValueError):
         self.message = message
 
 
-@lru_cache(maxsize=256)
 def _regex(pattern: str) -> re.Pattern[str] | None:
-    """Python's reading of an RE2 pattern (the common subset); None when Python cannot compile it."""
+    """Python's reading of an RE2 pattern (the common subset; `re` keeps compiled patterns in its own cache); None
+    when Python cannot compile it."""
     try:
         return re.compile(pattern, re.DOTALL)
     except (re.error, OverflowError, RecursionError):

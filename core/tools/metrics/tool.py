@@ -19,6 +19,7 @@ TOOL_NAME = "query_metrics"
 class MetricsTool:
     """query_metrics over one backend (embedded OpenMetrics folder or Prometheus)."""
 
+    name = TOOL_NAME
     args_model: type[MetricsArgs] = MetricsArgs
 
     def __init__(self, backend: MetricsBackend, clock: Callable[[], datetime], max_series: int = MAX_SERIES_SHOWN) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 import promql_parser as pp
@@ -24,10 +25,10 @@ _BASE_UNITS = frozenset({
     "seconds", "bytes", "ratio", "percent", "celsius", "meters", "volts", "amperes", "joules", "grams", "hertz",
     "watts", "kelvin",
 })
-_ALIASES: Mapping[str, str] = {
+_ALIASES: Mapping[str, str] = MappingProxyType({
     "second": "seconds", "byte": "bytes", "percentage": "percent", "pct": "percent", "utilisation": "ratio",
     "utilization": "ratio",
-}
+})
 _COUNTER_SUFFIXES = ("_total", "_created")
 _TOKEN = re.compile(r"[_:]")
 _RATE_FUNCS = frozenset({"rate", "irate"})
@@ -98,24 +99,29 @@ Types = Mapping[str, tuple[str, str]]
 
 
 def expression_unit(expr: pp.Expr, types: Types | None = None) -> SeriesUnit:
-    """The unit and kind of an expression's result, from its structure (unknown where it cannot be told)."""
-    types = types or {}
+    """The unit and kind of an expression's result, from its structure (unknown where it cannot be told). Seconds
+    per second (the rate of a CPU or busy-time counter) is a share: a ratio."""
+    unit = _unit(expr, types or {})
+    return SeriesUnit("ratio", "gauge") if unit == SeriesUnit("seconds", "rate") else unit
+
+
+def _unit(expr: pp.Expr, types: Types) -> SeriesUnit:
     if isinstance(expr, pp.VectorSelector):
         name = expr.name or next((m.value for m in expr.matchers.matchers if m.name == "__name__"
                                   and str(m.op).endswith("Equal") and "Not" not in str(m.op)), "")
         kind, unit = types.get(name, ("", ""))
         return metric_unit(name, kind, unit) if name else PLAIN
     if isinstance(expr, pp.MatrixSelector):
-        return expression_unit(expr.vector_selector, types)
+        return _unit(expr.vector_selector, types)
     if isinstance(expr, pp.ParenExpr | pp.SubqueryExpr | pp.UnaryExpr):
-        return expression_unit(expr.expr, types)
+        return _unit(expr.expr, types)
     if isinstance(expr, pp.Call):
         return _call_unit(expr, types)
     if isinstance(expr, pp.AggregateExpr):
         op = str(expr.op)
         if op in _COUNT_AGGS:
             return SeriesUnit("", "count")
-        return expression_unit(expr.expr, types) if op in _KEEP_AGGS else PLAIN
+        return _unit(expr.expr, types) if op in _KEEP_AGGS else PLAIN
     if isinstance(expr, pp.BinaryExpr):
         return _binary_unit(expr, types)
     return PLAIN
@@ -126,7 +132,7 @@ def _call_unit(expr: pp.Call, types: Types) -> SeriesUnit:
     exprs = [a for a in args if not isinstance(a, pp.NumberLiteral | pp.StringLiteral)]
     if not exprs:
         return PLAIN
-    inner = expression_unit(exprs[0], types)
+    inner = _unit(exprs[0], types)
     if name in _RATE_FUNCS:
         return _per_second(inner)
     if name in _PER_SECOND_FUNCS:
@@ -145,11 +151,9 @@ def _call_unit(expr: pp.Call, types: Types) -> SeriesUnit:
 
 
 def _per_second(inner: SeriesUnit) -> SeriesUnit:
-    """rate() of a counter: per second; of a seconds counter, seconds per second, i.e. a ratio (CPU busy share)."""
+    """rate() of a counter: per second of its unit."""
     if inner.kind != "counter":
         return PLAIN
-    if inner.unit == "seconds":
-        return SeriesUnit("ratio", "gauge")
     return SeriesUnit(inner.unit, "rate")
 
 
@@ -162,8 +166,8 @@ def _number(expr: pp.Expr) -> float | None:
 def _binary_unit(expr: pp.BinaryExpr, types: Types) -> SeriesUnit:
     op = str(expr.op).strip()
     left_n, right_n = _number(expr.lhs), _number(expr.rhs)
-    left = PLAIN if left_n is not None else expression_unit(expr.lhs, types)
-    right = PLAIN if right_n is not None else expression_unit(expr.rhs, types)
+    left = PLAIN if left_n is not None else _unit(expr.lhs, types)
+    right = PLAIN if right_n is not None else _unit(expr.rhs, types)
     if op in ("and", "unless") or (op in (">", "<", ">=", "<=", "==", "!=") and not _returns_bool(expr)):
         return left  # a filter keeps the left side's values
     if op == "or":
