@@ -354,11 +354,14 @@ def write_sql(path: Path, rng: random.Random) -> None:
 
 
 def main() -> None:
-    """Rewrite demo/data/logs and demo/data/shop.db (knowledge runbooks are hand-written files)."""
+    """Rewrite demo/data/logs, demo/data/shop.db and demo/data/metrics (knowledge runbooks are hand-written files)."""
+    from demo.generate_metrics import write_metrics
+
     rng = random.Random(SEED)
     total = write_logs(DATA / "logs", rng)
     write_sql(DATA / "shop.db", rng)
-    print(f"wrote {total} log lines and shop.db under {DATA} (demo clock {DEMO_CLOCK})")
+    samples = write_metrics(DATA / "metrics")  # from the logs and shop.db just written (its own random seed)
+    print(f"wrote {total} log lines, shop.db and {samples} metric samples under {DATA} (demo clock {DEMO_CLOCK})")
 
 
 if __name__ == "__main__":
