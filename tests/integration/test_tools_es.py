@@ -455,3 +455,10 @@ async def test_services_close_the_es_session(es: FakeElasticsearch, tmp_path: Pa
     assert projection["evidence_status"] == EvidenceStatus.EVIDENCE_FOUND
     assert projection["count"] == 1
     assert session.closed
+
+
+async def test_star_alone_matches_every_document_of_the_level(es: FakeElasticsearch) -> None:
+    """`*` alone sends no message clause (filters only); `* ==` is still refused (see above)."""
+    result = await _run(es, service="order-service", query="*", level="ERROR", limit=5)
+    assert result.total_count >= 25
+    assert es.requests[-1].body["query"]["bool"]["must"] == []

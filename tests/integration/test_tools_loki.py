@@ -338,3 +338,12 @@ async def test_injected_tools_are_left_to_their_owner(tmp_path: Path) -> None:
     services = await build_services(settings, tools={ToolName.QUERY_LOGS: tool})
     await services.aclose()
     assert closed == []
+
+
+async def test_star_alone_is_the_stream_selector_without_line_filters(loki: FakeLoki) -> None:
+    """`*` alone matches every line of the service and level: the LogQL query has no line filter, the count covers
+    every ERROR line of the window (at least the 25 pool errors)."""
+    result = await _run(loki, service="order-service", query="*", level="ERROR", limit=5)
+    assert result.total_count >= 25
+    assert len(result.items) == 5
+    assert all(item["level"] == "ERROR" for item in result.items)

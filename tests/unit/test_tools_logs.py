@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from core.errors import ToolFailure
+from core.settings import DEMO_CLOCK, DEMO_DATA
 from core.tools.logs.args import LogsArgs
 from core.tools.logs.jsonl import LogsTool
 from core.tools.logs.query import parse_terms
@@ -298,3 +299,16 @@ async def test_concurrent_queries_share_one_index(tricky_dir: Path) -> None:
     for result in results:
         _same(result, expected)
     assert len(tool._index) == 4
+
+
+async def test_star_alone_matches_every_line_of_the_level() -> None:
+    """`*` alone is every line of the service and level in the window (the first look's error lines); the count
+    covers them all and a `*` beside words stays a literal term."""
+    tool = LogsTool(DEMO_DATA / "logs", lambda: DEMO_CLOCK)
+    every = await tool.run(LogsArgs(service="order-service", query="*", level="ERROR", limit=5))
+    pool = await tool.run(LogsArgs(service="order-service", query="Connection is not available", level="ERROR", limit=5))
+    assert every.total_count >= pool.total_count > 0
+    assert len(every.items) == 5
+    assert all(item["level"] == "ERROR" for item in every.items)
+    literal = await tool.run(LogsArgs(service="order-service", query="* available", level="ERROR"))
+    assert literal.total_count == 0

@@ -22,7 +22,8 @@ class LogsArgs(ToolArgs):
     query: str = Field(
         min_length=1,
         max_length=500,
-        description='Keywords that must all appear in the message (case-insensitive), or a "quoted phrase".',
+        description='Keywords that must all appear in the message (case-insensitive), or a "quoted phrase"; '
+                    '* alone matches every line (e.g. with level ERROR: what the service logs as errors).',
     )
     level: LogLevel | None = Field(default=None, description="Only lines of this level: ERROR, WARN, INFO or DEBUG.")
     start: datetime | None = Field(

@@ -54,6 +54,7 @@ from core.tools.logs.backend import (
 )
 from core.tools.logs.es_hits import parse_hits
 from core.tools.logs.loki import LEVEL_SPELLINGS
+from core.tools.logs.query import every_line
 
 DEFAULT_TIMEOUT_S = 10.0
 _ES = HttpBackend("Elasticsearch", "ES", "check DIAG_ES_API_KEY or the URL's user")
@@ -162,14 +163,14 @@ class ElasticsearchLogsTool(HttpLogsTool):
     async def run(self, args: LogsArgs) -> RawResult:
         """Search the index for the documents matching the arguments; the exact total comes from `hits.total`."""
         start, end = checked_window(args, self._clock())
-        words, phrases = split_terms(args.query)
-        if not words and not phrases:
+        words, phrases = ([], []) if every_line(args.query) else split_terms(args.query)
+        if not words and not phrases and not every_line(args.query):
             raise ToolFailure("INVALID_ARGUMENTS", "query has no keywords; give words or a \"quoted phrase\".")
         # ES analyzes text into words; a term of punctuation only has no word to match (ES would then match nothing).
         unsearchable = [term for term in words + phrases if not _WORD.search(term)]
         words = [term for term in words if term not in unsearchable]
         phrases = [term for term in phrases if term not in unsearchable]
-        if not words and not phrases:
+        if not words and not phrases and not every_line(args.query):
             raise ToolFailure("INVALID_ARGUMENTS", "query has no words to search: Elasticsearch matches whole words, "
                                                    "so punctuation alone (such as '*') cannot be searched.")
         search = build_search(args.service, words, phrases, args.level, start, end, args.limit, self._fields)

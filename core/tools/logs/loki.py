@@ -50,7 +50,7 @@ from core.tools.logs.backend import (
     is_short,
     split_url,
 )
-from core.tools.logs.query import normalise_level, parse_terms
+from core.tools.logs.query import every_line, normalise_level, parse_terms
 from core.tools.logs.scan import iso_utc
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -218,8 +218,8 @@ class LokiLogsTool(HttpLogsTool):
     async def run(self, args: LogsArgs) -> RawResult:
         """Query Loki for the lines matching the arguments; the exact total comes from a concurrent count query."""
         start, end = checked_window(args, self._clock())
-        terms = parse_terms(args.query)
-        if not terms:
+        terms = [] if every_line(args.query) else parse_terms(args.query)
+        if not terms and not every_line(args.query):
             raise ToolFailure("INVALID_ARGUMENTS", "query has no keywords; give words or a \"quoted phrase\".")
         log_query = build_log_query(args.service, terms, args.level, self._service_label, self._level_label)
         start_ns, end_ns = _ns(start), _ns(end)

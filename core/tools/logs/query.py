@@ -17,6 +17,15 @@ _LEVEL_ALIASES = MappingProxyType({"WARNING": "WARN", "ERR": "ERROR", "FATAL": "
 REQUIRED_FIELDS = ("timestamp", "service", "level", "message")
 
 
+EVERY_LINE = "*"
+"""The query that matches every line of the service (and level) in the window: the first look's 'what is logged'."""
+
+
+def every_line(query: str) -> bool:
+    """True for the query `*` alone: no keyword filter (a `*` beside words stays a literal term)."""
+    return query.strip() == EVERY_LINE
+
+
 def parse_terms(query: str) -> list[str]:
     """Split a query into lowercased terms: each "quoted phrase" is one term, other words are keywords."""
     terms: list[str] = []
@@ -63,8 +72,8 @@ class LineMatcher:
     @classmethod
     def compile(cls, service: str, query: str, level: str | None, start: datetime, end: datetime) -> LineMatcher:
         """Build a matcher; raises ToolFailure when the query has no terms."""
-        terms = parse_terms(query)
-        if not terms:
+        terms = [] if every_line(query) else parse_terms(query)
+        if not terms and not every_line(query):
             raise ToolFailure("INVALID_ARGUMENTS", "query has no keywords; give words or a \"quoted phrase\".")
         service_lower = service.strip().lower()
         keyword_needles = sorted((t.encode() for t in terms if _raw_safe(t)), key=len, reverse=True)
