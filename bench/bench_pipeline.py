@@ -9,15 +9,25 @@ Prints: per-run overhead (wall time minus the model delays) and its share of a r
 500 concurrent runs (distinct sessions) with this process's CPU time per run, and the ratio 500 / 1; peak RSS.
 
 Then the same runs as queued turns across processes (`--queue-workers 1,2`): the bench enqueues turn jobs on Redis
-Streams (RedisJobQueue, keys under a prefix of their own) and 1, then 2 (one per core), worker processes run them as
-`diagbot worker` does — build_services + build_bot: JobWorker -> TurnRunner (placeholder, progress, final message
-once) -> ChatService, with the in-process scripted model, Redis session locks and answer records. The Slack Web
-API is an in-process stub in each worker (Slack is remote in production; its HTTP is not the pipeline's). Prints
-the wall time of the batch against one queued run (goal <= 1.3x with a worker per core), CPU ms per run summed
-over the workers, each worker's share of the runs and each process's peak RSS (goal <= 300 MB).
+Streams (a private redis-server when one is installed, else REDIS_URL under a prefix of its own) and 1, then 2 (one
+per core), worker processes run them as `diagbot worker` does — build_services + build_bot (logging at INFO,
+metrics): the job worker -> turn runner (placeholder, progress, final message once) -> ChatService, with the
+in-process scripted model, Redis session locks and answer records. The Slack Web API is an in-process stub in each
+worker (Slack is remote in production; its HTTP is not the pipeline's). Prints the wall time of the batch against
+one queued run (goal <= 1.3x with a worker per core), CPU ms per run summed over the workers (goal <= 4.5 ms), each
+worker's share of the runs and each process's peak RSS (goal <= 300 MB).
+
+The per-run cost account (bench/cost_account.py), for every batch: Redis commands, round trips and bytes sent per
+run (counted in redis-py's connection, in the workers and on the enqueue side), the private server's commands by
+name and its CPU, SQL statements per run (SQLAlchemy's execute event); then one more batch (`--account-runs`) under
+py-spy for CPU ms per run by stage (ingress, queue, turn lifecycle, router, agent loop, tools, boundary + redaction,
+guard, judge, release, render, delivery, stores, ...) and by innermost library (json, pydantic, logging, redis...).
+
+`--against TREE` runs the queued measurement and the account on this tree and on another checkout with its own
+.venv (e.g. the previous main in a second worktree), A B A B, and prints both side by side with their ratio:
 
     python bench/bench_pipeline.py [--delay 1.0] [--counts 1,100,500] [--stores sqlite|memory] [--queue-workers 1,2]
-"""
+    python bench/bench_pipeline.py --against ../perf-base --queue-workers 2 [--rounds 2] [--top 40]"""
 
 from __future__ import annotations
 
@@ -25,9 +35,11 @@ import argparse
 import asyncio
 import itertools
 import json
+import logging
 import math
 import os
 import resource
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,7 +54,10 @@ from pydantic import SecretStr
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# BENCH_SRC: the tree to measure (another checkout with its own venv, for the side-by-side account); default this one.
+sys.path.insert(0, os.environ.get("BENCH_SRC") or str(Path(__file__).resolve().parent.parent))
+
+import cost_account  # beside this file, whichever tree is measured
 
 from bot.app import build_bot
 from bot.serve import queue_for
@@ -51,6 +66,7 @@ from core.contracts.release import Outcome
 from core.contracts.run import SessionKey, Turn
 from core.llm.model import ModelReply
 from core.llm.openai_model import parse_completion
+from core.observability.log_setup import configure_logging
 from core.queue.job import TurnJob, turn_job_id
 from core.queue.redis_streams import RedisJobQueue
 from core.runtime import tune_gc
@@ -58,6 +74,7 @@ from core.settings import DEMO_CLOCK, Settings
 from core.stores.memory import InMemoryAuditStore, InMemoryRunStore, InMemoryTimelineStore
 from testkit.openai_server import FakeOpenAIServer
 
+SRC = Path(sys.path[0]).resolve()
 MODEL_CALLS_PER_RUN = 4
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 RSS_GOAL_MB = 300
@@ -212,25 +229,35 @@ class StubSlack(AsyncWebClient):
 
 
 def process_stats(slack: StubSlack) -> dict[str, Any]:
-    """What a worker reports: CPU seconds so far, current and peak RSS (MiB), final messages posted by outcome."""
+    """What a worker reports: CPU seconds so far, current and peak RSS (MiB), final messages posted by outcome, its
+    Redis and SQL counts."""
     with open("/proc/self/statm") as f:
         rss = int(f.read().split()[1]) * resource.getpagesize() / 2**20
     return {"cpu_s": time.process_time(), "rss_mb": rss,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "finals": slack.finals[0],
-            "outcomes": dict(slack.outcomes)}
+            "outcomes": dict(slack.outcomes), "counts": dict(cost_account.COUNTS)}
 
 
-async def serve_worker(delay_s: float, concurrency: int, prefix: str) -> None:
-    """Child process: one queue worker as `diagbot worker` builds it; answers `stats` lines on stdin until EOF."""
+DEVNULL = open(os.devnull, "w")  # noqa: SIM115 - the log stream of a worker process, for its whole life
+
+
+async def serve_worker(delay_s: float, concurrency: int, prefix: str, redis_url: str, stores: str) -> None:
+    """Child process: one queue worker as `diagbot worker` builds it (logging at INFO, metrics), over the in-process
+    model and Slack stub; answers `stats` lines on stdin until EOF."""
+    cost_account.install_counters()
+    configure_logging(logging.INFO, stream=DEVNULL)
     with tempfile.TemporaryDirectory(prefix="bench-worker-") as tmp:
-        settings = Settings(redis_url=REDIS_URL, diag_redis_prefix=prefix, openai_api_key="bench",
+        settings = Settings(redis_url=redis_url, diag_redis_prefix=prefix, openai_api_key="bench",
                             diag_model="bench-model", database_url=f"sqlite+aiosqlite:///{tmp}/bench.db",
                             diag_clock=DEMO_CLOCK, slack_bot_token=SecretStr("xoxb-bench"),
                             slack_signing_secret=SecretStr("bench"), diag_worker_concurrency=concurrency)
-        services = await build_services(settings, model=DelayedModel(delay_s), runs=InMemoryRunStore(),
-                                        timeline_store=InMemoryTimelineStore(), audit=InMemoryAuditStore())
+        overrides: dict[str, Any] = {}
+        if stores == "memory":
+            overrides = {"runs": InMemoryRunStore(), "timeline_store": InMemoryTimelineStore(), "audit": InMemoryAuditStore()}
+        services = await build_services(settings, model=DelayedModel(delay_s), **overrides)
         slack = StubSlack()
-        bot = build_bot(settings, services.chat_service, services.kv, client=slack, queue=queue_for(services))
+        bot = build_bot(settings, services.chat_service, services.kv, client=slack, queue=queue_for(services),
+                        metrics=services.metrics, feedback=services.feedback)
         tune_gc()
         bot.start()
         print("ready", flush=True)
@@ -247,9 +274,10 @@ async def serve_worker(delay_s: float, concurrency: int, prefix: str) -> None:
 class Workers:
     """Worker processes of this bench, talked to over their stdin/stdout."""
 
-    def __init__(self, count: int, delay_s: float, concurrency: int, prefix: str) -> None:
+    def __init__(self, count: int, delay_s: float, concurrency: int, prefix: str, redis_url: str, stores: str) -> None:
         self.procs = [subprocess.Popen([sys.executable, __file__, "--serve-worker", "--delay", str(delay_s),
-                                        "--worker-concurrency", str(concurrency), "--redis-prefix", prefix],
+                                        "--worker-concurrency", str(concurrency), "--redis-prefix", prefix,
+                                        "--redis-url", redis_url, "--stores", stores],
                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
                       for _ in range(count)]
         for proc in self.procs:
@@ -277,16 +305,22 @@ class Workers:
             except subprocess.TimeoutExpired:
                 proc.kill()
 
+    @property
+    def pids(self) -> list[int]:
+        return [proc.pid for proc in self.procs]
 
-async def queued_batch(redis: aioredis.Redis, queue: RedisJobQueue, prefix: str, count: int, tag: str) -> float:
-    """Enqueue `count` turns of distinct threads at once; seconds until the workers finished every one."""
+
+async def queued_batch(redis: aioredis.Redis, queue: RedisJobQueue, prefix: str, count: int,
+                       tag: str) -> tuple[float, float, dict[str, int]]:
+    """Enqueue `count` turns of distinct threads at once; seconds until the workers finished every one, this
+    process's CPU seconds for the enqueueing (the serve side of a queued turn) and its Redis counts for it."""
     jobs = []
     for i in range(count):
         ts = f"{tag}{i:05d}.000001"
         session = SessionKey(team="bench", channel="C1", thread_ts=ts)
         jobs.append(TurnJob(job_id=turn_job_id("C1", ts), session=session, text="why is order-service failing?",
                             user="u", message_ts=ts, run_id=f"run_{tag}_{i}"))
-    started = time.perf_counter()
+    started, cpu, counts = time.perf_counter(), time.process_time(), dict(cost_account.COUNTS)
     gate = asyncio.Semaphore(32)  # a burst of submits, within this client's connection pool
 
     async def enqueue(job: TurnJob) -> None:
@@ -294,53 +328,221 @@ async def queued_batch(redis: aioredis.Redis, queue: RedisJobQueue, prefix: str,
             await queue.enqueue(job, 100_000)
 
     await asyncio.gather(*(enqueue(job) for job in jobs))
+    enqueue_cpu = time.process_time() - cpu
+    sent = {key: value - counts.get(key, 0) for key, value in cost_account.COUNTS.items()}
     stream = prefix + "turns"
     while await redis.xlen(stream):  # noqa: ASYNC110 - the workers are other processes; finish deletes the entry
         await asyncio.sleep(0.01)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, enqueue_cpu, sent
 
 
-async def measure_queue(delay_s: float, counts: list[int], workers: int) -> dict[str, Any]:
-    """1 queued run (best of 2 after a warm-up), then each batch, on `workers` worker processes."""
-    redis = aioredis.from_url(REDIS_URL)
+async def server_snapshot(redis: aioredis.Redis, private: bool) -> dict[str, float]:
+    """The private redis-server's counters (nothing when the bench shares REDIS_URL with others)."""
+    if not private:
+        return {}
+    return cost_account.server_figures(await redis.info(), await redis.info("commandstats"))
+
+
+def per_run(after: list[dict[str, Any]], before: list[dict[str, Any]], count: int) -> dict[str, Any]:
+    """Workers' CPU ms, Redis and SQL counts per run between two stats snapshots, runs per worker, failures."""
+    pairs = list(zip(after, before, strict=True))
+    counts: dict[str, float] = {}
+    for a, b in pairs:
+        for key, value in a["counts"].items():
+            counts[key] = counts.get(key, 0) + (value - b["counts"].get(key, 0)) / count
+    return {"cpu_ms": sum(a["cpu_s"] - b["cpu_s"] for a, b in pairs) * 1000 / count, "counts": counts,
+            "shares": "/".join(str(int(a["finals"] - b["finals"])) for a, b in pairs),
+            "not_success": sum(n - b["outcomes"].get(k, 0) for a, b in pairs for k, n in a["outcomes"].items()
+                               if k != "SUCCESS")}
+
+
+QUIET_COMMANDS = ("cmd:xlen", "cmd:info", "cmd:ping", "cmd:client|setinfo", "cmd:hello", "cmd:scan", "cmd:del")
+"""The bench's own commands on the private server (its wait loop, INFO snapshots, clean-up), left out of per-run."""
+
+
+def show_counts(figures: dict[str, Any]) -> None:
+    """Redis and SQL per run: every process of the bench (client side) and the server's view."""
+    c = figures["counts"]
+    ingress = figures["ingress_counts"]
+    print(f"     Redis per run: workers {c.get('redis_commands', 0):.1f} commands in "
+          f"{c.get('redis_round_trips', 0):.1f} round trips, {c.get('redis_bytes', 0):.0f} bytes sent; enqueue side "
+          f"{ingress.get('redis_commands', 0):.1f} commands / {ingress.get('redis_round_trips', 0):.1f} round trips / "
+          f"{ingress.get('redis_bytes', 0):.0f} bytes; SQL statements per run: {c.get('sql_statements', 0):.1f}")
+    server = figures.get("server")
+    if server:
+        commands = {k: v for k, v in server.items() if k.startswith("cmd:") and k not in QUIET_COMMANDS}
+        top = ", ".join(f"{k[4:].upper()} {v:.1f}" for k, v in sorted(commands.items(), key=lambda kv: -kv[1]))
+        print(f"     redis-server per run: {sum(commands.values()):.1f} commands ({top}); "
+              f"{server.get('net_input_bytes', 0):.0f} bytes in; {server.get('cpu_s', 0) * 1000:.2f} ms CPU")
+
+
+async def run_batch(pool: Workers, redis: aioredis.Redis, queue: RedisJobQueue, prefix: str, count: int, tag: str,
+                    private: bool) -> dict[str, Any]:
+    before, server_before = pool.stats(), await server_snapshot(redis, private)
+    wall, enqueue_cpu, ingress = await queued_batch(redis, queue, prefix, count, tag)
+    after, server_after = pool.stats(), await server_snapshot(redis, private)
+    figures = per_run(after, before, count)
+    figures.update(wall=wall, enqueue_cpu_ms=enqueue_cpu * 1000 / count,
+                   ingress_counts={k: v / count for k, v in ingress.items()},
+                   server={k: v / count for k, v in cost_account.delta(server_after, server_before).items()})
+    return figures
+
+
+def show_account(cpu_ms: float, enqueue_ms: float, found: cost_account.Attribution, top: int) -> dict[str, Any]:
+    """Print CPU ms per run by stage and by library; returns them."""
+    total = found.total or 1
+    stages = {name: cpu_ms * found.stages[name] / total for name in cost_account.STAGES}
+    libraries = {name: cpu_ms * n / total for name, n in found.libraries.most_common(12)}
+    print(f"\n   CPU per queued run by stage ({found.total} py-spy samples of the workers; ms per run):")
+    print(f"     {'ingress (enqueue, serve side)':34} {enqueue_ms:6.2f}")
+    for name, ms in stages.items():
+        print(f"     {name:34} {ms:6.2f}  {100 * ms / cpu_ms if cpu_ms else 0:5.1f} %")
+    print(f"     {'total (workers)':34} {cpu_ms:6.2f}")
+    if found.unmatched:
+        print("     other (ours) is: " + ", ".join(f"{k} {v}" for k, v in found.unmatched.most_common(6)))
+    print("   by innermost library: " + ", ".join(f"{k} {v:.2f}" for k, v in libraries.items()))
+    if top:
+        print("   top functions (self samples):")
+        for name, n in found.functions.most_common(top):
+            print(f"     {n:6d}  {name}")
+    return {"stages": stages, "libraries": libraries}
+
+
+async def account(pool: Workers, redis: aioredis.Redis, queue: RedisJobQueue, prefix: str, count: int,
+                  private: bool, top: int) -> dict[str, Any]:
+    """A batch of its own under py-spy (sampling costs CPU on these 2 cores: not the batch that gives the ratio)."""
+    try:
+        sampler = cost_account.Sampler(pool.pids)
+    except FileNotFoundError:
+        print("\n   CPU by stage: skipped (no py-spy; `pip install py-spy`)")
+        return {}
+    figures = await run_batch(pool, redis, queue, prefix, count, "acct", private)
+    raw = sampler.stop()
+    found = cost_account.attribute(raw, (str(SRC),))
+    if not found.total:
+        print("\n   CPU by stage: skipped (py-spy took no samples: ptrace not allowed?)")
+        return {}
+    print(f"\n   account batch: {count} concurrent queued runs under py-spy, {figures['cpu_ms']:.1f} ms CPU per run")
+    return show_account(figures["cpu_ms"], figures["enqueue_cpu_ms"], found, top)
+
+
+async def measure_queue(delay_s: float, counts: list[int], workers: int, redis_url: str, private: bool, stores: str,
+                        account_runs: int, top: int) -> dict[str, Any]:
+    """1 queued run (best of 2 after a warm-up), then each batch, on `workers` worker processes; then the account."""
+    redis = aioredis.from_url(redis_url)
     prefix = f"bench-pipeline:{uuid.uuid4().hex[:10]}:"  # keys of their own on the shared Redis, removed at the end
-    top = max(counts)
-    concurrency = math.ceil(top / workers)
-    pool = Workers(workers, delay_s, concurrency, prefix)
+    highest = max(counts)
+    concurrency = math.ceil(max(highest, account_runs) / workers)
+    pool = Workers(workers, delay_s, concurrency, prefix, redis_url, stores)
     queue = RedisJobQueue(redis, prefix)
-    print(f"\n-- queued turns: {workers} worker process{'es' if workers > 1 else ''} "
-          f"(DIAG_WORKER_CONCURRENCY={concurrency} each), Redis Streams queue, in-process model and Slack stub")
+    plural = "es" if workers > 1 else ""
+    print(f"\n-- queued turns: {workers} worker process{plural} (DIAG_WORKER_CONCURRENCY={concurrency} each), Redis "
+          f"Streams queue ({'private redis-server' if private else redis_url}), in-process model and Slack stub, "
+          f"{stores} runs/timeline/audit; load average {os.getloadavg()[0]:.2f} (2 cores, shared)")
+    result: dict[str, Any] = {"workers": workers, "batches": {}}
     try:
         await queued_batch(redis, queue, prefix, 1, f"w{workers}warm")
-        single = min([await queued_batch(redis, queue, prefix, 1, f"w{workers}single{i}") for i in range(2)])
+        single = min([(await queued_batch(redis, queue, prefix, 1, f"w{workers}single{i}"))[0] for i in range(2)])
         print(f"single queued run: {single:.3f} s wall ({MODEL_CALLS_PER_RUN} model calls x {delay_s:.2f} s delay)")
         ratio = float("nan")
         failures = 0
         for count in counts:
-            before = pool.stats()
-            wall = await queued_batch(redis, queue, prefix, count, f"w{workers}c{count}")
-            after = pool.stats()
-            cpu_ms = sum(a["cpu_s"] - b["cpu_s"] for a, b in zip(after, before, strict=True)) * 1000 / count
-            shares = "/".join(str(int(a["finals"] - b["finals"])) for a, b in zip(after, before, strict=True))
-            not_success = sum(n - b["outcomes"].get(k, 0) for a, b in zip(after, before, strict=True)
-                              for k, n in a["outcomes"].items() if k != "SUCCESS")
-            ratio = wall / single
-            failed = f", {not_success} NOT SUCCESS" if not_success else ""
-            print(f"{count:>4} concurrent queued runs: {wall:.3f} s wall ({ratio:.2f}x one run), {cpu_ms:.1f} ms CPU "
-                  f"per run (all workers), runs per worker {shares}{failed}; 2 cores (shared)")
-            failures += not_success
+            figures = await run_batch(pool, redis, queue, prefix, count, f"w{workers}c{count}", private)
+            ratio = figures["wall"] / single
+            failed = f", {figures['not_success']} NOT SUCCESS" if figures["not_success"] else ""
+            print(f"{count:>4} concurrent queued runs: {figures['wall']:.3f} s wall ({ratio:.2f}x one run), "
+                  f"{figures['cpu_ms']:.1f} ms CPU per run (all workers; enqueue side "
+                  f"{figures['enqueue_cpu_ms']:.2f} ms), runs per worker {figures['shares']}{failed}; 2 cores (shared)")
+            show_counts(figures)
+            failures += figures["not_success"]
+            result["batches"][count] = {**figures, "ratio": ratio}
         peaks = [s["peak_mb"] for s in pool.stats()]
-        print(f"ratio {top} concurrent / single with {workers} worker process{'es' if workers > 1 else ''}: "
+        print(f"ratio {highest} concurrent / single with {workers} worker process{plural}: "
               f"{ratio:.2f} (goal <= {RATIO_GOAL} with one worker per core; 2 cores here, shared)")
         print("peak RSS per worker process: " + ", ".join(f"{p:.0f} MiB" for p in peaks)
               + f" (goal <= {RSS_GOAL_MB} MB)")
-        return {"workers": workers, "ratio": ratio, "peaks": peaks, "failures": failures}
+        if account_runs:
+            result["account"] = await account(pool, redis, queue, prefix, account_runs, private, top)
+        result.update(ratio=ratio, peaks=peaks, failures=failures, single=single)
+        return result
     finally:
         pool.close()
         keys = [k async for k in redis.scan_iter(match=f"{prefix}*", count=1000)]
         for i in range(0, len(keys), 1000):
             await redis.delete(*keys[i:i + 1000])
         await redis.aclose()
+
+
+CPU_GOAL_MS = 4.5
+
+
+def goals(results: list[dict[str, Any]]) -> None:
+    """The issue's goals over the last (one worker per core) queued measurement."""
+    best = results[-1]
+    peak = max(p for r in results for p in r["peaks"])
+    top = max(best["batches"])
+    cpu = best["batches"][top]["cpu_ms"]
+    met = best["ratio"] <= RATIO_GOAL and peak <= RSS_GOAL_MB and not best["failures"]
+    failed = f", {best['failures']} runs NOT SUCCESS" if best["failures"] else ""
+    print(f"\ngoal (<= {RATIO_GOAL}x one run with {best['workers']} worker processes on 2 cores, peak RSS <= "
+          f"{RSS_GOAL_MB} MB per process): {'met' if met else 'NOT met'} - measured {best['ratio']:.2f}x, "
+          f"peak {peak:.0f} MiB{failed}; load average {os.getloadavg()[0]:.2f}")
+    print(f"goal (CPU per queued run <= {CPU_GOAL_MS} ms, all workers, {top} concurrent): "
+          f"{'met' if cpu <= CPU_GOAL_MS else 'NOT met'} - measured {cpu:.2f} ms")
+
+
+def tree_name(tree: Path) -> str:
+    head = subprocess.run(["git", "-C", str(tree), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    return head.stdout.strip() or tree.name
+
+
+def row_figures(result: dict[str, Any]) -> dict[str, float]:
+    """The figures of one queued measurement that the side-by-side table compares."""
+    top = max(result["batches"])
+    batch = result["batches"][top]
+    counts, server = batch["counts"], batch.get("server") or {}
+    rows = {f"{top} queued: wall / one run": result["ratio"], f"{top} queued: CPU ms per run (workers)": batch["cpu_ms"],
+            "enqueue side CPU ms per run": batch["enqueue_cpu_ms"],
+            "Redis commands per run (workers)": counts.get("redis_commands", 0),
+            "Redis round trips per run (workers)": counts.get("redis_round_trips", 0),
+            "bytes sent to Redis per run (workers)": counts.get("redis_bytes", 0),
+            "Redis commands per run (enqueue side)": batch["ingress_counts"].get("redis_commands", 0),
+            "SQL statements per run": counts.get("sql_statements", 0),
+            "redis-server CPU ms per run": server.get("cpu_s", 0) * 1000,
+            "peak RSS MiB (max worker)": max(result["peaks"])}
+    for name, ms in (result.get("account") or {}).get("stages", {}).items():
+        rows[f"CPU ms: {name}"] = ms
+    for name, ms in (result.get("account") or {}).get("libraries", {}).items():
+        rows[f"CPU ms in library: {name}"] = ms
+    return rows
+
+
+def side_by_side(trees: list[Path], args: argparse.Namespace) -> None:
+    """Run the queued measurement on this tree and on `--against`, A B A B, then print both with their ratio."""
+    runs: dict[Path, list[dict[str, float]]] = {tree: [] for tree in trees}
+    for round_no in range(args.rounds):
+        for tree in trees:
+            with tempfile.NamedTemporaryFile(suffix=".json") as out:
+                print(f"\n==== round {round_no + 1}: {tree_name(tree)} ({tree}); load average "
+                      f"{os.getloadavg()[0]:.2f} (2 cores, shared)", flush=True)
+                command = [str(tree / ".venv/bin/python"), __file__, "--model", "none", "--queue-workers",
+                           args.queue_workers, "--counts", args.counts, "--delay", str(args.delay), "--stores",
+                           args.stores, "--account-runs", str(args.account_runs), "--json-out", out.name]
+                env = {**os.environ, "BENCH_SRC": str(tree), "BENCH_PY_SPY": cost_account.py_spy() or ""}
+                subprocess.run(command, env=env, check=True)
+                runs[tree].append(row_figures(json.loads(Path(out.name).read_text())[-1]))
+    this, other = trees
+    names = list(dict.fromkeys(key for tree in trees for run in runs[tree] for key in run))
+    print(f"\n== per-run cost account, {tree_name(this)} against {tree_name(other)} ({args.rounds} rounds A B A B, "
+          f"{args.queue_workers.split(',')[-1]} worker processes, load average {os.getloadavg()[0]:.2f}, 2 cores)")
+    print(f"{'figure':48} {tree_name(this):>10} {tree_name(other):>10} {'ratio':>6}  runs (A | B)")
+    for name in names:
+        a = [run.get(name, 0.0) for run in runs[this]]
+        b = [run.get(name, 0.0) for run in runs[other]]
+        mean_a, mean_b = sum(a) / len(a), sum(b) / len(b)
+        ratio = f"{mean_a / mean_b:6.2f}" if mean_b else "     -"
+        spread = " ".join(f"{v:.1f}" for v in a) + " | " + " ".join(f"{v:.1f}" for v in b)
+        print(f"{name:48} {mean_a:10.2f} {mean_b:10.2f} {ratio}  {spread}")
 
 
 def main() -> None:
@@ -355,43 +557,62 @@ def main() -> None:
                              "or none (only the queued runs)")
     parser.add_argument("--queue-workers", default="1,2",
                         help="worker process counts for the queued runs (2 = one per core here); empty: skip")
+    parser.add_argument("--account-runs", type=int, default=200,
+                        help="runs of the batch sampled by py-spy for CPU by stage (0: none)")
+    parser.add_argument("--top", type=int, default=0, help="also print the N functions with most samples")
+    parser.add_argument("--against", type=Path, default=None,
+                        help="another checkout with its own .venv (e.g. the previous main): the queued measurement "
+                             "and the cost account run on both, A B A B, and print side by side")
+    parser.add_argument("--rounds", type=int, default=2, help="A B rounds with --against")
+    parser.add_argument("--shared-redis", action="store_true",
+                        help="queue on REDIS_URL instead of a private redis-server (no server-side figures)")
+    parser.add_argument("--json-out", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--serve-model", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--worker-concurrency", type=int, default=16, help=argparse.SUPPRESS)
     parser.add_argument("--redis-prefix", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--redis-url", default=REDIS_URL, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean-up (worker processes, private redis) runs
     if args.serve_model:
         asyncio.run(serve_model(args.delay))
         return
     if args.serve_worker:
-        asyncio.run(serve_worker(args.delay, args.worker_concurrency, args.redis_prefix))
+        loop_run = asyncio.run
+        if os.environ.get("BENCH_LOOP") == "uvloop":
+            import uvloop
+            loop_run = uvloop.run
+        loop_run(serve_worker(args.delay, args.worker_concurrency, args.redis_prefix, args.redis_url, args.stores))
         return
-    child = subprocess.Popen([sys.executable, __file__, "--serve-model", "--delay", str(args.delay)],
-                             stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        base_url = child.stdout.readline().strip()
-        if not base_url.startswith("http"):
-            raise SystemExit("the model server did not start")
-        counts = [int(c) for c in args.counts.split(",")]
-        models = {"both": ["inprocess", "http"], "none": []}.get(args.model, [args.model])
-        for model in models:
-            asyncio.run(measure(base_url, args.delay, counts, args.stores, model))
-    finally:
-        child.terminate()
-        child.wait(timeout=10)
+    if args.against is not None:
+        side_by_side([SRC, args.against.resolve()], args)
+        return
+    counts = [int(c) for c in args.counts.split(",")]
+    models = {"both": ["inprocess", "http"], "none": []}.get(args.model, [args.model])
     if models:
+        child = subprocess.Popen([sys.executable, __file__, "--serve-model", "--delay", str(args.delay)],
+                                 stdout=subprocess.PIPE, text=True)
+        try:
+            assert child.stdout is not None
+            base_url = child.stdout.readline().strip()
+            if not base_url.startswith("http"):
+                raise SystemExit("the model server did not start")
+            for model in models:
+                asyncio.run(measure(base_url, args.delay, counts, args.stores, model))
+        finally:
+            child.terminate()
+            child.wait(timeout=10)
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         print(f"\npeak RSS (pipeline process): {peak_mb:.0f} MiB (goal <= {RSS_GOAL_MB} MB)")
-    results = [asyncio.run(measure_queue(args.delay, counts, int(n))) for n in args.queue_workers.split(",") if n]
+    cost_account.install_counters()
+    with cost_account.private_redis(enabled=not args.shared_redis) as private_url:
+        results = [asyncio.run(measure_queue(args.delay, counts, int(n), private_url or REDIS_URL, private_url is not None,
+                                             args.stores, args.account_runs, args.top))
+                   for n in args.queue_workers.split(",") if n]
     if results:
-        best = results[-1]
-        peak = max(p for r in results for p in r["peaks"])
-        met = best["ratio"] <= RATIO_GOAL and peak <= RSS_GOAL_MB and not best["failures"]
-        failed = f", {best['failures']} runs NOT SUCCESS" if best["failures"] else ""
-        print(f"\ngoal (<= {RATIO_GOAL}x one run with {best['workers']} worker processes on 2 cores, peak RSS <= "
-              f"{RSS_GOAL_MB} MB per process): {'met' if met else 'NOT met'} - measured {best['ratio']:.2f}x, "
-              f"peak {peak:.0f} MiB{failed}")
+        goals(results)
+    if args.json_out is not None:
+        args.json_out.write_text(json.dumps(results))
 
 
 if __name__ == "__main__":
