@@ -93,6 +93,23 @@ class InMemoryCanonicalStore:
         return [record for record in found.values() if record is not None]
 
 
+# A claim and a write each in one server-side script: one command and one reply instead of a MULTI/EXEC of four and
+# eight (each queued command answers QUEUED before EXEC answers them all), and atomic the same way.
+# KEYS: ids set; ARGV: call id, ttl s. Returns SADD's count (1: claimed now).
+_RESERVE = "local added = redis.call('SADD', KEYS[1], ARGV[1]) redis.call('EXPIRE', KEYS[1], ARGV[2]) return added"
+# KEYS: record, raw, ids set, order zset; ARGV: record JSON, raw JSON ('' = none), call id, order score, ttl s.
+# ZADD NX keeps the first score, so PENDING -> READY does not move a call in the order.
+_PUT = """
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[5])
+if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[5]) end
+redis.call('SADD', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[5])
+redis.call('ZADD', KEYS[4], 'NX', ARGV[4], ARGV[3])
+redis.call('EXPIRE', KEYS[4], ARGV[5])
+return 1
+"""
+
+
 class RedisCanonicalStore:
     """Canonical store in Redis: one JSON string per call with a TTL, plus per-run id set and ordered index."""
 
@@ -100,6 +117,8 @@ class RedisCanonicalStore:
         self._client = client
         self._prefix = prefix
         self._ttl_s = ttl_s
+        self._reserve = client.register_script(_RESERVE)
+        self._put = client.register_script(_PUT)
 
     def record_key(self, run_id: str, tool_call_id: str) -> str:
         """Redis key of one record."""
@@ -122,35 +141,20 @@ class RedisCanonicalStore:
             raise StoreUnavailable("canonical store (Redis)", type(exc).__name__) from exc
 
     async def reserve(self, run_id: str, tool_call_id: str) -> bool:
-        """Claim an id for a run atomically (SADD on the run's id set); False if already used in that run."""
-
-        async def op() -> list[Any]:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.sadd(self._ids_key(run_id), tool_call_id)
-                pipe.expire(self._ids_key(run_id), self._ttl_s)
-                return await pipe.execute()
-
-        added, _ = await self._call(op)
+        """Claim an id for a run atomically (SADD on the run's id set, one script); False if already used in that
+        run."""
+        added: Any = await self._call(lambda: self._reserve(keys=[self._ids_key(run_id)],
+                                                            args=[tool_call_id, self._ttl_s]))
         return int(added) == 1
 
     async def put(self, record: CanonicalRecord) -> None:
-        """Write the record with the TTL and index it in call order, in one transaction."""
+        """Write the record with the TTL and index it in call order, atomically (one script)."""
         run_id, call_id = record.run_id, record.tool_call_id
         data, raw = _split(record)
-
-        async def op() -> list[Any]:
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.set(self.record_key(run_id, call_id), data, ex=self._ttl_s)
-                if raw is not None:
-                    pipe.set(self.raw_key(run_id, call_id), raw, ex=self._ttl_s)
-                pipe.sadd(self._ids_key(run_id), call_id)
-                pipe.expire(self._ids_key(run_id), self._ttl_s)
-                # NX keeps the first score, so PENDING -> READY does not move a call in the order.
-                pipe.zadd(self._order_key(run_id), {call_id: record.started_at.timestamp()}, nx=True)
-                pipe.expire(self._order_key(run_id), self._ttl_s)
-                return await pipe.execute()
-
-        await self._call(op)
+        keys = [self.record_key(run_id, call_id), self.raw_key(run_id, call_id), self._ids_key(run_id),
+                self._order_key(run_id)]
+        args: list[str | int] = [data, raw or "", call_id, repr(record.started_at.timestamp()), self._ttl_s]
+        await self._call(lambda: self._put(keys=keys, args=args))
 
     async def get_many(
         self, run_id: str, tool_call_ids: Sequence[str], *, with_raw: bool = False
