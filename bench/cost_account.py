@@ -42,7 +42,7 @@ STAGE_RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("turn lifecycle", ("bot/turns.py", "bot/watchdog.py", "bot/recovery.py", "bot/final_once.py", "core/turns/")),
     ("router", ("core/steps/router.py",)),
     ("judge", ("core/steps/judge.py",)),
-    ("agent loop", ("core/steps/", "core/llm/", "core/run/", "core/kernel/")),
+    ("agent loop", ("core/steps/", "core/llm/", "core/run.py", "core/run/", "core/kernel/")),
     ("tools", ("core/tools/",)),
     ("boundary + redaction", ("core/evidence/",)),
     ("guard", ("core/guard/",)),
