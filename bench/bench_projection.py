@@ -55,6 +55,16 @@ def time_ms(fn: object, repeat: int) -> float:
     return statistics.median(samples)
 
 
+def cpu_s(fn: object, repeat: int = 5) -> float:
+    """Best CPU time of fn() in seconds."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        fn()  # type: ignore[operator]
+        best = min(best, time.process_time() - start)
+    return best
+
+
 def main() -> None:
     """Print the table, then the redaction throughput."""
     print(f"projection bound: {MAX_BYTES} bytes (max_items=50, max_item_chars=500)\n")
@@ -82,7 +92,10 @@ def main() -> None:
     plain = ("GET /api/orders/42 200 12ms user_id=981 trace=4bf92f3577b34da6\n") * 15000
     ms_plain = time_ms(lambda: redact(plain), 5)
     print(f"redact(): {len(text) / 1e6 / (ms / 1000):.1f} MB/s on secret-dense text, "
-          f"{len(plain) / 1e6 / (ms_plain / 1000):.1f} MB/s on ordinary log text")
+          f"{len(plain) / 1e6 / (ms_plain / 1000):.1f} MB/s on ordinary log text (wall, median of 5; goals >= 10 and >= 40)")
+    cpu, cpu_plain = cpu_s(lambda: redact(text)), cpu_s(lambda: redact(plain))
+    print(f"redact(): {len(text) / 1e6 / cpu:.1f} MB/s on secret-dense text, "
+          f"{len(plain) / 1e6 / cpu_plain:.1f} MB/s on ordinary log text (CPU, best of 5: other processes drift out)")
 
 
 if __name__ == "__main__":

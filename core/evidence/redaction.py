@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from core.evidence.identifiers import is_identifier
 from core.evidence.secrets.ruleset import SecretRule, SecretRuleSet, load_ruleset
 
 REDACTED = "[redacted]"
@@ -56,100 +57,171 @@ def shannon_entropy(text: str) -> float:
     return -sum(n / size * math.log2(n / size) for n in Counter(text).values())
 
 
-_KEPT_RE = re.compile("|".join(re.escape(p) for p in KEPT_PREFIXES))  # longest first: the longest prefix wins
+_KEPT_RE = re.compile("|".join(re.escape(p) for p in KEPT_PREFIXES).encode())  # longest first: the longest prefix wins
 
 
-def _kept(secret: str) -> int:
+_KEPT_FIRST = frozenset(p.encode()[0] for p in KEPT_PREFIXES)
+
+
+def _kept(secret: bytes) -> int:
+    if not secret or secret[0] not in _KEPT_FIRST:
+        return 0
     match = _KEPT_RE.match(secret)
     return match.end() if match is not None and len(secret) > match.end() + 3 else 0
 
 
-def _already_redacted(text: str, start: int, end: int) -> bool:
+_REDACTED_B = REDACTED.encode()
+_KEPT_B = KEPT.encode()
+
+
+def _already_redacted(data: bytes, start: int, end: int) -> bool:
     """A span that starts in (or just before) one of our markers, contains one, or ends where one follows was
     redacted before: leaving it alone makes redaction idempotent."""
-    lo = max(0, start - len(REDACTED) + 1)
-    at = text.find(REDACTED[:-1], lo, start + len(KEPT))
+    lo = max(0, start - len(_REDACTED_B) + 1)
+    at = data.find(_REDACTED_B[:-1], lo, start + len(_KEPT_B))
     if at != -1 and at <= start + 1:
         return True
-    return KEPT[:-1] in text[start:end] or text.startswith(KEPT, end) or text.startswith(REDACTED, end)
+    return data.find(_KEPT_B[:-1], start, end) != -1 or data.startswith(_KEPT_B, end) or data.startswith(_REDACTED_B, end)
 
 
-def _secret_span(match: re.Match[str], rule: SecretRule) -> tuple[int, int]:
-    if rule.secret_group and rule.secret_group <= (match.re.groups or 0):
-        return match.span(rule.secret_group)
-    for index in range(1, (match.re.groups or 0) + 1):
-        if match.group(index):
-            return match.span(index)
-    return match.span(0)
+def _secret_span(spans: Sequence[tuple[int, int]]) -> tuple[int, int]:
+    """The first group that took part and is not empty, else the whole match."""
+    for group in spans[1:]:
+        if group[1] > group[0]:
+            return group
+    return spans[0]
 
 
-def _line(text: str, start: int, end: int) -> str:
-    return text[text.rfind("\n", 0, start) + 1 : (len(text) if (stop := text.find("\n", end)) == -1 else stop)]
+_LINE_CONTEXT = 1024
+"""Bytes of a match's line an allowlist sees on each side (a bound: one 100 KB line with many matches stays linear)."""
 
 
-_NAME_CHAR = re.compile(r"[\w.-]")
+def _line(data: bytes, start: int, end: int) -> bytes:
+    lo, hi = max(0, start - _LINE_CONTEXT), min(len(data), end + _LINE_CONTEXT)
+    begin, stop = data.rfind(b"\n", lo, start), data.find(b"\n", end, hi)
+    return data[lo if begin == -1 else begin + 1 : hi if stop == -1 else stop]
 
 
-def _whole_match(text: str, match: re.Match[str], lead: int) -> str:
+_QUOTES = frozenset(b"\"'`")
+_NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+
+
+def _whole_match(data: bytes, match: tuple[int, int], lead: int) -> bytes:
     """The match widened back over up to `lead` name characters (what the rule matched before its lead was dropped)."""
-    start = match.start()
+    start, end = match
     floor = max(0, start - lead)
-    while start > floor and _NAME_CHAR.match(text, start - 1):
+    while start > floor and data[start - 1] in _NAME_BYTES:
         start -= 1
-    return text[start : match.end()]
+    return data[start:end]
 
 
-def _rule_findings(text: str, rule: SecretRule) -> list[Finding]:
-    found: list[Finding] = []
-    for match in rule.regex.finditer(text):
-        start, end = _secret_span(match, rule)
-        if start < 0 or start == end or _already_redacted(text, start, end):
-            continue
-        secret = text[start:end]
-        if rule.entropy and shannon_entropy(secret) <= rule.entropy:
-            continue
-        if rule.allowlists and any(a.allows(secret, _whole_match(text, match, rule.lead), _line(text, *match.span()))
-                                   for a in rule.allowlists):
-            continue
-        found.append(Finding(start, end, rule.id, _kept(secret)))
+def _allowed(data: bytes, match: tuple[int, int], rule: SecretRule, raw: bytes) -> bool:
+    if rule.entropy and shannon_entropy(raw.decode("utf-8", "replace")) <= rule.entropy:
+        return True
+    if rule.words_only and is_identifier(raw.decode("utf-8", "replace")):
+        return True
+    if not rule.allowlists:
+        return False
+    if not rule.allowlists_see_context:
+        return any(a.allows(raw, _NOTHING, _NOTHING) for a in rule.allowlists)
+    return any(a.allows(raw, lambda: _whole_match(data, match, rule.lead), lambda: _line(data, *match))
+               for a in rule.allowlists)
+
+
+def _NOTHING() -> bytes:
+    return b""
+
+
+_Hit = tuple[int, int, int, str]
+"""A finding while scanning: (start, -end, kept prefix length, rule id), so that plain tuple order is the order the
+replacement needs (by start, the longest span first)."""
+
+
+def _rule_findings(data: bytes, rule: SecretRule, marked: bool, found: list[_Hit]) -> None:
+    """Every finding of one rule, left to right. Where a match consumed characters after its secret (a boundary such
+    as gitleaks' terminator), the next search starts at the secret's end, so a secret right after another is found."""
+    find = rule.find
+    checked = bool(rule.entropy or rule.words_only or rule.allowlists)
+    group = rule.secret_group if 0 < rule.secret_group <= rule.regex.groups else 0
+    pos, size = 0, len(data)
+    while pos <= size:
+        spans = find(data, pos)
+        match = spans[0]
+        if match[0] < 0:
+            break
+        start, end = spans[group] if group else _secret_span(spans)
+        while end - 1 > start and data[end - 1] in _QUOTES:
+            end -= 1  # a closing quote is the value's delimiter
+        if start >= 0 and end > start and not (marked and _already_redacted(data, start, end)):
+            raw = data[start:end]
+            if not (checked and _allowed(data, match, rule, raw)):
+                found.append((start, -end, _kept(raw), rule.id))
+        following = end if match[0] < end < match[1] else match[1]
+        pos = following if following > pos else pos + 1
+
+
+def _byte_findings(data: bytes, rules: SecretRuleSet) -> list[_Hit]:
+    found: list[_Hit] = []
+    marked = _REDACTED_B[1:-1] in data  # only a text holding a marker needs the idempotence checks
+    for rule in rules.rules_for(data.lower()):
+        _rule_findings(data, rule, marked, found)
+    found.sort()
     return found
 
 
+def _char_offsets(data: bytes, offsets: Sequence[int]) -> dict[int, int]:
+    """Byte offset -> character offset for each of the (sorted) offsets, in one pass over the text."""
+    out: dict[int, int] = {}
+    last_byte, last_char = 0, 0
+    for offset in sorted(set(offsets)):
+        last_char += len(data[last_byte:offset].decode("utf-8", "replace"))
+        last_byte = offset
+        out[offset] = last_char
+    return out
+
+
 def find_secrets(text: str, rules: SecretRuleSet) -> list[Finding]:
-    """Every secret the rules find in the text, ordered by position (spans may overlap)."""
-    findings: list[Finding] = []
-    for rule in rules.rules_for(text.lower()):
-        findings.extend(_rule_findings(text, rule))
-    findings.sort(key=lambda f: (f.start, -f.end))
-    return findings
+    """Every secret the rules find in the text (character offsets), ordered by position (spans may overlap)."""
+    data = _encode(text)
+    hits = _byte_findings(data, rules)
+    if len(data) == len(text):
+        return [Finding(start, -end, rule_id, keep) for start, end, keep, rule_id in hits]
+    chars = _char_offsets(data, [o for start, end, _, _ in hits for o in (start, -end)])
+    return [Finding(chars[start], chars[-end], rule_id, keep) for start, end, keep, rule_id in hits]
 
 
-def _apply(text: str, findings: Sequence[Finding]) -> str:
+def _apply(data: bytes, hits: Sequence[_Hit]) -> bytes:
     """Replace each group of overlapping spans by one marker (keeping the first span's type prefix)."""
-    parts: list[str] = []
+    parts: list[bytes] = []
     cursor = 0
-    index = 0
-    while index < len(findings):
-        first = findings[index]
-        end = first.end
+    index, count = 0, len(hits)
+    while index < count:
+        first_start, first_end, keep, _ = hits[index]
+        end = -first_end
         index += 1
-        while index < len(findings) and findings[index].start < end:
-            end = max(end, findings[index].end)
+        while index < count and hits[index][0] < end:
+            end = max(end, -hits[index][1])
             index += 1
-        start = max(first.start, cursor)
-        parts.append(text[cursor:start])
-        parts.append(text[start : start + first.keep] + KEPT if first.keep and start == first.start else REDACTED)
+        start = max(first_start, cursor)
+        parts.append(data[cursor:start])
+        parts.append(data[start : start + keep] + _KEPT_B if keep and start == first_start else _REDACTED_B)
         cursor = max(cursor, end)
-    parts.append(text[cursor:])
-    return "".join(parts)
+    parts.append(data[cursor:])
+    return b"".join(parts)
+
+
+def _encode(text: str) -> bytes:
+    # surrogatepass: a lone surrogate (possible in JSON-decoded tool output) round-trips instead of raising
+    return text.encode("utf-8", "surrogatepass")
 
 
 def redact_text(text: str, rules: SecretRuleSet) -> str:
     """The text with every secret the rules find replaced by a marker."""
     if not text:
         return text
-    findings = find_secrets(text, rules)
-    return _apply(text, findings) if findings else text
+    data = _encode(text)
+    findings = _byte_findings(data, rules)
+    return _apply(data, findings).decode("utf-8", "surrogatepass") if findings else text
 
 
 def is_secret_key(key: str) -> bool:

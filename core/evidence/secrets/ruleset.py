@@ -1,31 +1,81 @@
 """The secret rules: gitleaks' maintained rule file plus diagbot's own (both TOML in this folder), compiled once.
 
 A rule is gitleaks' model: a regex (its secret is one capture group), keywords that must occur for the rule to run,
-an entropy floor and allowlists. Rules that only look at file paths, or whose regex cannot be rewritten for Python,
-are skipped and listed in `SecretRuleSet.skipped`. The set is immutable; `core.evidence.redaction.Redactor` applies it.
-A rule's regex is compiled when a text first contains its keyword (most rules never run in a given process, and
-compiling all ~230 at import would add ~0.2 s to every start); tests compile every one.
+an entropy floor and allowlists. Every regex runs on RE2 (google-re2), the engine gitleaks' rules are written for:
+its matching time is linear in the text whatever the pattern and the input, so no hostile tool output can make
+redaction quadratic (Python's backtracking `re` took 1.2 s on 40 KB of `://a:`), and gitleaks' RE2 syntax needs no
+rewriting. The keyword prefilter is one RE2 set of every keyword (one pass over the text, however many keywords).
+Rules that only look at file paths are skipped and listed in `SecretRuleSet.skipped`.
+A rule's regex is compiled when a text first contains its keyword (most rules never run in a given process); a test
+compiles every one, so a shipped rule RE2 refuses cannot reach production.
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
-import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from importlib import resources
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol, cast
 
-from core.evidence.secrets.goregex import translate
+import re2
 
 _GITLEAKS_TERMINATOR = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
 # Most gitleaks rules open with a lazy run of name characters before their keyword: it only widens the match to the
-# whole name, costs a 50-step retry at every position of the text, and is dropped here (`SecretRule.lead`).
+# whole name, and is dropped here (`SecretRule.lead` says how far back a match may be widened for allowlists).
 _LAZY_NAME = r"(?i)[\w.-]{0,50}?"
 _LAZY_NAME_CHARS = 50
+_MAX_MEM = 32 << 20
+"""RE2 memory per regex (DFA cache): beyond it RE2 falls back to its NFA, still linear, never wrong."""
+
+
+class Regex(Protocol):
+    """A compiled RE2 pattern (bytes or str subjects)."""
+
+    pattern: str
+    groups: int
+
+    def search(self, text: bytes | str, pos: int = ..., endpos: int = ...) -> object | None: ...
+
+
+Spans = list[tuple[int, int]]
+"""One match: (start, end) of the whole match, then of each group ((-1, -1) when the group did not take part)."""
+_UNANCHORED = re2._Anchor.UNANCHORED
+
+
+Matcher = Callable[[bytes, int], Spans]
+"""RE2's matcher over bytes from a position: the spans of the leftmost match, [(-1, -1), ...] when there is none."""
+
+
+def matcher(regex: Regex) -> Matcher:
+    """The regex's RE2 matcher, called directly (google-re2's `_regexp.Match`, what its own `finditer` calls): the
+    module's `finditer` builds a match object per hit and costs 3x as much on secret-dense text."""
+    native = regex._regexp  # type: ignore[attr-defined]
+    match = native.Match
+
+    def find(data: bytes, pos: int) -> Spans:
+        spans: Spans = match(_UNANCHORED, data, pos, len(data))
+        return spans
+
+    return find
+
+
+def search_bytes(regex: Regex, data: bytes) -> bool:
+    """True when the regex matches anywhere in the bytes."""
+    return bool(matcher(regex)(data, 0)[0][0] >= 0)
+
+
+def compile_re2(pattern: str) -> Regex:
+    """An RE2 regex (ValueError when RE2 cannot compile it); errors are raised, not logged by RE2 itself."""
+    options = re2.Options()
+    options.max_mem = _MAX_MEM
+    options.log_errors = False
+    try:
+        return cast(Regex, re2.compile(pattern, options))
+    except re2.error as exc:
+        raise ValueError(str(exc)) from exc
 
 
 @dataclass(frozen=True)
@@ -38,19 +88,24 @@ class Allowlist:
     require_all: bool
 
     @cached_property
-    def regexes(self) -> tuple[re.Pattern[str], ...]:
-        """The compiled patterns (on first use)."""
-        return tuple(_compile(p) for p in self.patterns)
+    def stopword_matcher(self) -> Matcher:
+        """One RE2 alternation of every stopword (generic-api-key has ~1,500: one pass, not one search per word)."""
+        return matcher(compile_re2("|".join(re2.escape(w) for w in self.stopwords)))
 
-    def allows(self, secret: str, match: str, line: str) -> bool:
-        """True when the finding is not a secret by this allowlist."""
+    @cached_property
+    def matchers(self) -> tuple[Matcher, ...]:
+        """The compiled patterns' direct matchers (on first use)."""
+        return tuple(matcher(compile_re2(p)) for p in self.patterns)
+
+    def allows(self, secret: bytes, match: Callable[[], bytes], line: Callable[[], bytes]) -> bool:
+        """True when the finding is not a secret by this allowlist. `match` and `line` give the whole match and its
+        line (computed only when a pattern looks at them); all three are UTF-8."""
         checks: list[bool] = []
         if self.patterns:
-            subject = {"match": match, "line": line}.get(self.target, secret)
-            checks.append(any(regex.search(subject) is not None for regex in self.regexes))
+            subject = match() if self.target == "match" else line() if self.target == "line" else secret
+            checks.append(any(find(subject, 0)[0][0] >= 0 for find in self.matchers))
         if self.stopwords:
-            lowered = secret.lower()
-            checks.append(any(word in lowered for word in self.stopwords))
+            checks.append(self.stopword_matcher(secret.lower(), 0)[0][0] >= 0)
         return all(checks) if self.require_all else any(checks)
 
 
@@ -60,7 +115,7 @@ class SecretRule:
 
     id: str
     pattern: str
-    """The Python regex (already rewritten from RE2 for gitleaks' rules)."""
+    """The RE2 regex."""
     secret_group: int
     entropy: float
     keywords: tuple[str, ...]
@@ -68,11 +123,23 @@ class SecretRule:
     """How many name characters before the match belong to it (for allowlists over the whole match)."""
     allowlists: tuple[Allowlist, ...]
     """This rule's allowlists, and for gitleaks' rules its global ones (placeholder values of source code)."""
+    words_only: bool = False
+    """The allowlist of separated identifiers (core/evidence/identifiers.py) applies to this rule's findings."""
 
     @cached_property
-    def regex(self) -> re.Pattern[str]:
+    def regex(self) -> Regex:
         """The compiled regex (on first use)."""
-        return _compile(self.pattern)
+        return compile_re2(self.pattern)
+
+    @cached_property
+    def allowlists_see_context(self) -> bool:
+        """True when an allowlist looks at the whole match or line, not only at the secret."""
+        return any(a.target in ("match", "line") and a.patterns for a in self.allowlists)
+
+    @cached_property
+    def find(self) -> Matcher:
+        """The regex's direct RE2 matcher (on first use)."""
+        return matcher(self.regex)
 
 
 @dataclass(frozen=True)
@@ -82,29 +149,38 @@ class SecretRuleSet:
     rules: tuple[SecretRule, ...]
     always: tuple[int, ...]
     """Indexes of rules without keywords (they run on every text)."""
+    keywords: tuple[str, ...]
+    """Every keyword (lower case), in the order of the prefilter set."""
     keyword_rules: Mapping[str, tuple[int, ...]]
-    """Keyword (lower case) -> indexes of the rules it triggers, including those of every keyword it starts with."""
-    keyword_pattern: re.Pattern[str] | None
-    """Finds, at each position of a lower-cased text, the longest keyword starting there."""
+    """Keyword (lower case) -> indexes of the rules it triggers."""
     skipped: tuple[str, ...]
-    """Ids of rules not loaded (path-only, disabled, or a regex Python cannot run), with the reason."""
+    """Ids of rules not loaded (path-only or disabled), with the reason."""
 
-    def rules_for(self, lowered: str) -> list[SecretRule]:
+    @cached_property
+    def _prefilter(self) -> Any:
+        keywords = re2.Set.SearchSet(_set_options())
+        for word in self.keywords:
+            keywords.Add(re2.escape(word))
+        keywords.Compile()
+        return keywords
+
+    def rules_for(self, lowered: str | bytes) -> list[SecretRule]:
         """The rules whose keywords occur in the lower-cased text (plus those that always run), in file order."""
+        data = lowered.encode("utf-8", "surrogatepass") if isinstance(lowered, str) else lowered
         indexes = set(self.always)
-        if self.keyword_pattern is not None:
-            for found in self.keyword_pattern.findall(lowered):
-                indexes.update(self.keyword_rules[found])
+        for found in self._prefilter.Match(data) or ():
+            indexes.update(self.keyword_rules[self.keywords[found]])
         return [self.rules[i] for i in sorted(indexes)]
 
 
-def _compile(pattern: str) -> re.Pattern[str]:
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a FutureWarning ("possible nested set") means the rewrite missed something
-        return re.compile(pattern)
+def _set_options() -> Any:
+    options = re2.Options()
+    options.max_mem = _MAX_MEM
+    options.log_errors = False
+    return options
 
 
-def _allowlist(raw: Mapping[str, Any], go: bool) -> Allowlist | None:
+def _allowlist(raw: Mapping[str, Any]) -> Allowlist | None:
     regexes = [str(r) for r in raw.get("regexes", [])]
     stopwords = tuple(str(w).lower() for w in raw.get("stopwords", []))
     require_all = str(raw.get("condition", "OR")).upper() == "AND"
@@ -112,61 +188,28 @@ def _allowlist(raw: Mapping[str, Any], go: bool) -> Allowlist | None:
         return None  # needs a path or commit to match: never true for tool output
     if not regexes and not stopwords:
         return None
-    patterns = tuple(translate(r) if go else r for r in regexes)
-    return Allowlist(str(raw.get("regexTarget", "secret")), patterns, stopwords, require_all)
+    return Allowlist(str(raw.get("regexTarget", "secret")), tuple(regexes), stopwords, require_all)
 
 
-def _rule(raw: Mapping[str, Any], go: bool, token_end: str | None, shared: Sequence[Allowlist]) -> SecretRule:
+def _rule(raw: Mapping[str, Any], gitleaks: bool, token_end: str | None, shared: Sequence[Allowlist],
+          identifier_rules: frozenset[str] = frozenset()) -> SecretRule:
     pattern = str(raw["regex"])
-    if go and token_end is not None:
+    if gitleaks and token_end is not None:
         pattern = pattern.replace(_GITLEAKS_TERMINATOR, token_end)
-    allowlists = [*shared, *(_allowlist(a, go) for a in raw.get("allowlists", []))]
-    translated = translate(pattern) if go else pattern
+    allowlists = [*shared, *(_allowlist(a) for a in raw.get("allowlists", []))]
     lead = 0
-    if translated.startswith(_LAZY_NAME):
-        translated, lead = "(?i)" + translated[len(_LAZY_NAME) :], _LAZY_NAME_CHARS
+    if pattern.startswith(_LAZY_NAME):
+        pattern, lead = "(?i)" + pattern[len(_LAZY_NAME) :], _LAZY_NAME_CHARS
     return SecretRule(
         id=str(raw["id"]),
-        pattern=translated,
+        pattern=pattern,
         lead=lead,
         secret_group=int(raw.get("secretGroup", 0)),
         entropy=float(raw.get("entropy", 0.0)),
         keywords=tuple(str(k).lower() for k in raw.get("keywords", [])),
         allowlists=tuple(a for a in allowlists if a is not None),
+        words_only=bool(raw.get("identifiers", False)) or str(raw["id"]) in identifier_rules,
     )
-
-
-def _trie(words: Sequence[str]) -> str:
-    """A regex matching any of the words, factored as a trie: most positions are rejected after one comparison, and
-    optional endings are greedy, so at each position the longest word that starts there is matched."""
-    root: dict[str, Any] = {}
-    for word in words:
-        node = root
-        for char in word:
-            node = node.setdefault(char, {})
-        node[""] = {}
-
-    def emit(node: dict[str, Any]) -> str:
-        branches = [re.escape(char) + emit(child) for char, child in sorted(node.items()) if char]
-        if not branches:
-            return ""
-        body = branches[0] if len(branches) == 1 else f"(?:{'|'.join(branches)})"
-        return f"(?:{body})?" if "" in node else body
-
-    return emit(root)
-
-
-def _keyword_index(rules: Sequence[SecretRule]) -> tuple[dict[str, tuple[int, ...]], re.Pattern[str] | None]:
-    direct: dict[str, set[int]] = {}
-    for index, rule in enumerate(rules):
-        for word in rule.keywords:
-            direct.setdefault(word, set()).add(index)
-    # The pattern reports the longest keyword at each position; a shorter keyword there is a prefix of it.
-    index_map = {word: tuple(sorted(set().union(*(ids for k, ids in direct.items() if word.startswith(k)))))
-                 for word in direct}
-    if not direct:
-        return index_map, None
-    return index_map, re.compile(f"(?=({_trie(sorted(direct))}))")
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -179,10 +222,11 @@ def load_ruleset(gitleaks_file: str = "gitleaks.toml", own_file: str = "diagbot.
     settings = own.get("gitleaks", {})
     disabled = set(settings.get("disabled", []))
     token_end = settings.get("token_end")
+    identifier_rules = frozenset(settings.get("identifier_allowlist", []))
     rules: list[SecretRule] = []
     skipped: list[str] = []
-    gitleaks_global = [a for a in [_allowlist(gitleaks.get("allowlist", {}), go=True)] if a is not None]
-    for raw, go in [(r, False) for r in own.get("rules", [])] + [(r, True) for r in gitleaks.get("rules", [])]:
+    gitleaks_global = [a for a in [_allowlist(gitleaks.get("allowlist", {}))] if a is not None]
+    for raw, is_gitleaks in [(r, False) for r in own.get("rules", [])] + [(r, True) for r in gitleaks.get("rules", [])]:
         rule_id = str(raw.get("id", "?"))
         if rule_id in disabled:
             skipped.append(f"{rule_id}: disabled in {own_file}")
@@ -191,15 +235,15 @@ def load_ruleset(gitleaks_file: str = "gitleaks.toml", own_file: str = "diagbot.
         elif "path" in raw:
             skipped.append(f"{rule_id}: only for files named {raw['path']}")
         else:
-            try:
-                rules.append(_rule(raw, go, token_end, gitleaks_global if go else []))
-            except ValueError as exc:
-                skipped.append(f"{rule_id}: regex not usable in Python ({exc})")
-    keyword_rules, keyword_pattern = _keyword_index(rules)
+            rules.append(_rule(raw, is_gitleaks, token_end, gitleaks_global if is_gitleaks else [], identifier_rules))
+    direct: dict[str, set[int]] = {}
+    for index, rule in enumerate(rules):
+        for word in rule.keywords:
+            direct.setdefault(word, set()).add(index)
     return SecretRuleSet(
         rules=tuple(rules),
         always=tuple(i for i, rule in enumerate(rules) if not rule.keywords),
-        keyword_rules=MappingProxyType(keyword_rules),
-        keyword_pattern=keyword_pattern,
+        keywords=tuple(sorted(direct)),
+        keyword_rules=MappingProxyType({word: tuple(sorted(ids)) for word, ids in direct.items()}),
         skipped=tuple(skipped),
     )

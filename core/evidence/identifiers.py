@@ -1,0 +1,30 @@
+"""Identifiers that look random but are not secrets: Kubernetes object names, image tags, class and resource paths.
+
+`Pod/payments-api-7f9dd8b6c4-x7gr9` or `/subscriptions/<uuid>/resourceGroups/rg-prod` are long runs of the token
+alphabet with upper case, lower case and digits, so an entropy rule alone takes them for keys. What tells them apart
+is their structure: separators (`/ - _ . :`) cut them into parts that are each a word (`payments`, `ReplicaSet`,
+`resourceGroups`), lower-case alphanumerics (Kubernetes' hash suffixes `7f9dd8b6c4`, `x7gr9`), hex, or a short
+upper-case code (`API`, `V2`). A random token's parts are none of these: a mix of cases and digits inside one part.
+"""
+
+from __future__ import annotations
+
+import re
+
+_SEPARATORS = re.compile(r"[/\-_.:]+")
+_PART = re.compile(
+    r"[A-Z]?[a-z]+(?:[A-Z][a-z]+)*[0-9]{0,3}"  # a word or CamelCase words, maybe numbered: ReplicaSet, http2, v1
+    r"|[a-z0-9]+"  # lower-case alphanumerics: Kubernetes hashes and names
+    r"|[0-9A-F]+"  # upper-case hex
+    r"|[A-Z0-9]{1,6}"  # a short code: API, V2, EU1
+    r"|[A-Z]{2,}[a-z]+(?:[A-Z][a-z]+)*"  # an acronym then words: HTTPServer, URLPath
+)
+_MIN_PARTS = 2
+
+
+def is_identifier(token: str) -> bool:
+    """True when the token is made of separated parts that are each word-like (see the module doc)."""
+    parts = [p for p in _SEPARATORS.split(token) if p]
+    if len(parts) < _MIN_PARTS:
+        return False
+    return all(_PART.fullmatch(part) is not None for part in parts)
