@@ -39,7 +39,7 @@ from core.runtime import tune_gc
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
-from core.tools.sql import SqlTool
+from core.tools.sql.tool import SqlTool
 
 BIG_ROWS = 40
 BIG_CELL = 2_500_000

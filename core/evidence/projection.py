@@ -29,7 +29,7 @@ from core.contracts.evidence import (
 )
 from core.evidence.instructions import mark_instructions
 from core.evidence.redaction import REDACTED, Redactor, is_secret_key, redact
-from core.evidence.sql_secrets import secret_cells, secret_columns
+from core.tools.sql.secrets import secret_cells, secret_columns
 
 TRUNCATION_MARKER = "…[truncated]"
 MIN_PROJECTION_BYTES = 2048

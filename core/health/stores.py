@@ -14,7 +14,7 @@ from core.netdiag import network_cause
 from core.settings import Settings
 from core.stores.redis_client import redis_client_from_url  # the same client the server builds
 from core.stores.sql.db import Database
-from core.tools.sql_errors import connect_problem
+from core.tools.sql.errors import connect_problem
 
 
 async def check_redis(settings: Settings) -> CheckResult:

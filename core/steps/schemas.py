@@ -20,8 +20,9 @@ from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft, KnowledgeAnswer
 from core.contracts.evidence import ToolName
-from core.tools.args import KnowledgeArgs, SqlArgs
+from core.tools.args import KnowledgeArgs
 from core.tools.logs.args import LogsArgs
+from core.tools.sql.args import SqlArgs
 
 SUBMIT_DIAGNOSIS = "submit_diagnosis_draft"
 SUBMIT_KNOWLEDGE = "submit_knowledge_answer"

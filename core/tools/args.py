@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, ValidationError
 from core.contracts.evidence import ToolName
 from core.tools.logs.args import LogsArgs
 from core.tools.native import ToolArgs
+from core.tools.sql.args import SqlArgs
 
 
 class KnowledgeArgs(ToolArgs):
@@ -20,16 +21,6 @@ class KnowledgeArgs(ToolArgs):
         min_length=1, max_length=500, description="What to look up, in plain words (e.g. 'HikariCP pool exhausted')."
     )
     top_k: int = Field(default=5, ge=1, le=10, description="How many runbook sections to return (1-10).")
-
-
-class SqlArgs(ToolArgs):
-    """Arguments of query_mysql: one read-only statement in MySQL syntax."""
-
-    sql: str = Field(
-        min_length=1,
-        max_length=20_000,
-        description="Exactly one SELECT (or WITH...SELECT, UNION, SHOW, DESCRIBE, EXPLAIN) statement, MySQL dialect.",
-    )
 
 
 ARGS_MODELS: Mapping[ToolName, type[BaseModel]] = MappingProxyType({

@@ -23,7 +23,7 @@ from core.tools.contract import Tool as RunnableTool
 from core.tools.knowledge import KnowledgeTool
 from core.tools.logs.build import logs_tool
 from core.tools.metrics.toolset import MetricsToolset
-from core.tools.sql import SqlTool
+from core.tools.sql.tool import SqlTool
 
 if TYPE_CHECKING:
     from core.health.result import Check

@@ -18,8 +18,8 @@ from core.health.model import check_model_endpoint
 from core.health.result import Check, CheckResult, Level, run_checks
 from core.health.stores import check_database, check_redis
 from core.settings import Settings
-from core.tools.checks import check_sql
 from core.tools.logs.health import check_logs
+from core.tools.sql.health import check_sql
 from entrypoints.check import check_command
 from testkit.openai_server import FakeOpenAIServer
 from tests.conftest import REDIS_URL
@@ -74,8 +74,8 @@ async def test_reachable_sql_servers_are_ok() -> None:
 async def test_the_query_mysql_tool_names_the_kind_of_connection_failure() -> None:
     """The tool's ERROR says refused (not a generic 'unreachable'), without host or user."""
     from core.errors import ToolFailure
-    from core.tools.args import SqlArgs
-    from core.tools.sql import SqlTool
+    from core.tools.sql.args import SqlArgs
+    from core.tools.sql.tool import SqlTool
 
     tool = SqlTool(f"postgresql://postgres@{CLOSED}/test", timeout_s=2, row_cap=5)
     with pytest.raises(ToolFailure) as info:

@@ -24,7 +24,7 @@ from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
-from core.tools.sql import SqlTool
+from core.tools.sql.tool import SqlTool
 from tests.integration import sql_live
 from tests.integration.sql_live import Live
 

@@ -18,12 +18,12 @@ from sqlglot import exp
 from core.errors import ToolFailure
 from core.health.result import Level
 from core.settings import Settings
-from core.tools.args import SqlArgs
-from core.tools.checks import check_sql_privileges
-from core.tools.sql import SqlTool, classify_url
-from core.tools.sql_budget import ResultBudget
-from core.tools.sql_policy import PreparedQuery
-from core.tools.sql_privileges import mysql_grant_problems, sql_privilege_problems
+from core.tools.sql.args import SqlArgs
+from core.tools.sql.budget import ResultBudget
+from core.tools.sql.health import check_sql_privileges
+from core.tools.sql.policy import PreparedQuery
+from core.tools.sql.privileges import mysql_grant_problems, sql_privilege_problems
+from core.tools.sql.tool import SqlTool, classify_url
 from tests.integration import sql_live
 from tests.integration.sql_live import Live
 

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from core.errors import ToolFailure
-from core.tools.args import SqlArgs
-from core.tools.sql import SqlTool, classify_url
-from core.tools.sql_policy import PreparedQuery
+from core.tools.sql.args import SqlArgs
+from core.tools.sql.policy import PreparedQuery
+from core.tools.sql.tool import SqlTool, classify_url
 from tests.conftest import MARIADB_URL, POSTGRES_URL
 
 ROWS = 40

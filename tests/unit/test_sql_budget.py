@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 
-from core.tools.sql_budget import CELL_MARKER, ResultBudget, cut_utf8
+from core.tools.sql.budget import CELL_MARKER, ResultBudget, cut_utf8
 
 
 def test_a_long_cell_is_cut_with_a_marker() -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from core.contracts.evidence import RawResult, ToolName
 from core.evidence.projection import project
-from core.evidence.sql_secrets import secret_cells, secret_columns
+from core.tools.sql.secrets import secret_cells, secret_columns
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,9 @@ import pytest
 from pydantic import ValidationError
 
 from core.contracts.evidence import ToolName
-from core.tools.args import ARGS_MODELS, KnowledgeArgs, SqlArgs, args_model_for
+from core.tools.args import ARGS_MODELS, KnowledgeArgs, args_model_for
 from core.tools.logs.args import LogsArgs
+from core.tools.sql.args import SqlArgs
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 

@@ -10,13 +10,14 @@ import pytest
 
 from core.contracts.evidence import ToolName
 from core.settings import DEMO_DATA, Settings
-from core.tools.args import KnowledgeArgs, SqlArgs
+from core.tools.args import KnowledgeArgs
 from core.tools.clock import clock_from
 from core.tools.knowledge import KnowledgeTool
 from core.tools.logs.args import LogsArgs
 from core.tools.logs.jsonl import LogsTool
 from core.tools.registry import build_tools
-from core.tools.sql import SqlTool
+from core.tools.sql.args import SqlArgs
+from core.tools.sql.tool import SqlTool
 from demo.generate import DEMO_CLOCK, NOTIFICATION_ABSENT_TERM
 
 CLOCK = datetime.fromisoformat(DEMO_CLOCK)

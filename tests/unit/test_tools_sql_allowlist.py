@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from core.errors import ToolFailure
-from core.tools.sql_catalogs import parse_schema_setting
-from core.tools.sql_policy import Backend, _recheck, _Scope, prepare
+from core.tools.sql.catalogs import parse_schema_setting
+from core.tools.sql.policy import Backend, _recheck, _Scope, prepare
 
 BACKENDS: list[Backend] = ["sqlite", "postgres", "mysql"]
 

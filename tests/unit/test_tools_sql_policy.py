@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-import core.tools.sql_mysql as sql_mysql
-import core.tools.sql_postgres as sql_postgres
+import core.tools.sql.mysql as sql_mysql
+import core.tools.sql.postgres as sql_postgres
 from core.errors import ToolFailure
-from core.tools.args import SqlArgs
-from core.tools.sql import SqlTool
-from core.tools.sql_policy import Backend, prepare
+from core.tools.sql.args import SqlArgs
+from core.tools.sql.policy import Backend, prepare
+from core.tools.sql.tool import SqlTool
 
 BACKENDS: list[Backend] = ["sqlite", "postgres", "mysql"]
 
@@ -190,7 +190,7 @@ async def test_refused_statement_never_reaches_a_database(
 
 def test_string_growing_functions_nest_at_most_two_deep() -> None:
     """REPLACE(REPLACE(col…)) is analysis; a third level of string-growing functions is refused (exponential growth)."""
-    from core.tools.sql_policy import prepare
+    from core.tools.sql.policy import prepare
 
     assert prepare("SELECT REPLACE(REPLACE(service, 'a', 'b'), 'c', 'd') FROM deployments", "mysql", 10).sql
     with pytest.raises(ToolFailure, match="nested 3 deep"):

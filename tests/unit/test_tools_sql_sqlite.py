@@ -11,9 +11,9 @@ import pytest
 
 from core.errors import ToolFailure
 from core.settings import DEMO_DATA
-from core.tools.args import SqlArgs
-from core.tools.sql import SqlTool, classify_url
-from core.tools.sql_policy import PreparedQuery
+from core.tools.sql.args import SqlArgs
+from core.tools.sql.policy import PreparedQuery
+from core.tools.sql.tool import SqlTool, classify_url
 
 DEMO_URL = f"sqlite:///{DEMO_DATA / 'shop.db'}"
 DEMO_NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)

@@ -11,8 +11,8 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError
 
 from core.errors import ToolFailure
-from core.tools.sql_allow import Backend
-from core.tools.sql_budget import ResultBudget
+from core.tools.sql.allow import Backend
+from core.tools.sql.budget import ResultBudget
 
 T = TypeVar("T")
 

@@ -13,10 +13,10 @@ from pymysql.constants import FIELD_TYPE
 from sqlalchemy.engine import URL
 
 from core.errors import ToolFailure
-from core.tools.sql_budget import ResultBudget
-from core.tools.sql_errors import connect_failure_message
-from core.tools.sql_policy import PreparedQuery
-from core.tools.sql_server import (
+from core.tools.sql.budget import ResultBudget
+from core.tools.sql.errors import connect_failure_message
+from core.tools.sql.policy import PreparedQuery
+from core.tools.sql.server import (
     CONNECT_TIMEOUT_S,
     MAX_COLUMNS,
     TIMEOUT_MESSAGE,
@@ -25,7 +25,7 @@ from core.tools.sql_server import (
     cut_select,
     too_many_columns,
 )
-from core.tools.sql_values import safe_error_text
+from core.tools.sql.values import safe_error_text
 
 ERRORS: tuple[type[BaseException], ...] = (pymysql.err.MySQLError, OSError)
 _MYSQL_VARIABLE = frozenset({FIELD_TYPE.VARCHAR, FIELD_TYPE.VAR_STRING, FIELD_TYPE.STRING, FIELD_TYPE.BLOB,

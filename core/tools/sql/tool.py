@@ -19,20 +19,20 @@ from sqlalchemy.engine import URL
 
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
-from core.tools.args import SqlArgs
-from core.tools.sql_budget import DEFAULT_CELL_MAX_BYTES, DEFAULT_RESULT_MAX_BYTES, ResultBudget
-from core.tools.sql_catalogs import parse_schema_setting
-from core.tools.sql_policy import Backend, PreparedQuery, prepare
-from core.tools.sql_privileges import mysql_problems, postgres_problems, refusal
-from core.tools.sql_server import classify_url
-from core.tools.sql_sqlite import run_sqlite
+from core.tools.sql.args import SqlArgs
+from core.tools.sql.budget import DEFAULT_CELL_MAX_BYTES, DEFAULT_RESULT_MAX_BYTES, ResultBudget
+from core.tools.sql.catalogs import parse_schema_setting
+from core.tools.sql.policy import Backend, PreparedQuery, prepare
+from core.tools.sql.privileges import mysql_problems, postgres_problems, refusal
+from core.tools.sql.server import classify_url
+from core.tools.sql.sqlite import run_sqlite
 
 __all__ = ("SqlTool", "classify_url")
 logger = logging.getLogger(__name__)
 _GRACE_S = 0.5  # the server should stop at the timeout; this is the guard for one that does not
 
 
-_DRIVERS: Mapping[Backend, str] = MappingProxyType({"postgres": "core.tools.sql_postgres", "mysql": "core.tools.sql_mysql"})
+_DRIVERS: Mapping[Backend, str] = MappingProxyType({"postgres": "core.tools.sql.postgres", "mysql": "core.tools.sql.mysql"})
 
 
 async def _driver(module: str) -> Any:

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from core.tools.sql_values import to_json_scalar
+from core.tools.sql.values import to_json_scalar
 
 DEFAULT_CELL_MAX_BYTES = 64 * 1024
 DEFAULT_RESULT_MAX_BYTES = 1024 * 1024

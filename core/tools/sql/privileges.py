@@ -12,7 +12,7 @@ import re
 from typing import TYPE_CHECKING
 
 from core.errors import ToolFailure
-from core.tools.sql_server import classify_url
+from core.tools.sql.server import classify_url
 
 if TYPE_CHECKING:
     import aiomysql
@@ -118,14 +118,14 @@ async def sql_privilege_problems(url: str, timeout_s: float = 5.0) -> list[str]:
     if backend == "sqlite":
         return []
     if backend == "postgres":
-        from core.tools.sql_postgres import connect_postgres
+        from core.tools.sql.postgres import connect_postgres
 
         pg = await connect_postgres(parsed, timeout_s)
         try:
             return await postgres_problems(pg)
         finally:
             await pg.close(timeout=2)
-    from core.tools.sql_mysql import connect_mysql
+    from core.tools.sql.mysql import connect_mysql
 
     my = await connect_mysql(parsed, timeout_s)
     try:

@@ -1,6 +1,6 @@
 """Read-only policy for query_mysql: parse the MySQL-dialect text with sqlglot and accept it only if every node of
-its typed tree is on the allow-lists (core/tools/sql_allow.py) and it reads no system catalog
-(core/tools/sql_catalogs.py); then render the checked tree in the backend's dialect with the row cap as its LIMIT.
+its typed tree is on the allow-lists (core/tools/sql/allow.py) and it reads no system catalog
+(core/tools/sql/catalogs.py); then render the checked tree in the backend's dialect with the row cap as its LIMIT.
 
 What runs is always generated from the checked syntax tree, never the user's text, so comments or syntax the
 parser ignored cannot smuggle a second statement to the server; the rendered text is parsed once more in the
@@ -22,7 +22,7 @@ from sqlglot import exp
 from sqlglot.errors import ErrorLevel, ParseError, SqlglotError, TokenError
 
 from core.errors import ToolFailure
-from core.tools.sql_allow import (
+from core.tools.sql.allow import (
     ALLOWED_FUNCTIONS,
     ALLOWED_NODES,
     ALLOWED_TYPES,
@@ -31,9 +31,9 @@ from core.tools.sql_allow import (
     VAR_PARENTS,
     Backend,
 )
-from core.tools.sql_catalogs import refused_schema, refused_table
-from core.tools.sql_rewrite import cap_rows, cut_projections, rewrite_dates, rewrite_now
-from core.tools.sql_show import SHOW_KINDS, describe_table, name_of, needs_table, render_show, show_kind
+from core.tools.sql.catalogs import refused_schema, refused_table
+from core.tools.sql.rewrite import cap_rows, cut_projections, rewrite_dates, rewrite_now
+from core.tools.sql.show import SHOW_KINDS, describe_table, name_of, needs_table, render_show, show_kind
 
 __all__ = ("Backend", "PreparedQuery", "check", "prepare", "refuse")
 

@@ -14,8 +14,8 @@ from urllib.parse import quote
 from sqlalchemy.engine import URL
 
 from core.errors import ToolFailure
-from core.tools.sql_budget import ResultBudget
-from core.tools.sql_policy import PreparedQuery
+from core.tools.sql.budget import ResultBudget
+from core.tools.sql.policy import PreparedQuery
 
 PROGRESS_STEPS = 100
 SQL_MAX_LENGTH = 100_000

@@ -16,7 +16,7 @@ from typing import cast
 import sqlglot
 from sqlglot import exp
 
-from core.tools.sql_allow import Backend
+from core.tools.sql.allow import Backend
 
 NOW_FUNCTIONS = frozenset({"NOW", "SYSDATE", "LOCALTIME", "LOCALTIMESTAMP", "UTC_TIMESTAMP", "CURRENT_TIMESTAMP"})
 _UNITS = MappingProxyType({"SECOND": 1, "MINUTE": 60, "HOUR": 3600, "DAY": 86400, "WEEK": 7 * 86400})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from core.errors import ToolFailure
-from core.tools.sql_allow import Backend
+from core.tools.sql.allow import Backend
 
 # SHOW kinds that list names or one named table's structure; everything else (PROCESSLIST, GRANTS, VARIABLES,
 # STATUS, ENGINE ..., SLAVE/REPLICA ..., BINLOG ...) reads server state or other sessions and is refused.

@@ -11,10 +11,10 @@ import sqlalchemy.dialects.postgresql.asyncpg  # noqa: F401 - loaded with the dr
 from sqlalchemy.engine import URL
 
 from core.errors import ToolFailure
-from core.tools.sql_budget import ResultBudget
-from core.tools.sql_errors import connect_failure_message
-from core.tools.sql_policy import PreparedQuery
-from core.tools.sql_server import (
+from core.tools.sql.budget import ResultBudget
+from core.tools.sql.errors import connect_failure_message
+from core.tools.sql.policy import PreparedQuery
+from core.tools.sql.server import (
     CONNECT_TIMEOUT_S,
     MAX_COLUMNS,
     PREFETCH_ROWS,
@@ -24,7 +24,7 @@ from core.tools.sql_server import (
     cut_select,
     too_many_columns,
 )
-from core.tools.sql_values import safe_error_text
+from core.tools.sql.values import safe_error_text
 
 ERRORS: tuple[type[BaseException], ...] = (asyncpg.PostgresError, asyncpg.InterfaceError, OSError)
 # Types whose text is short and bounded; every other column (text, json, bytea, arrays, numeric, ...) is cut to the
