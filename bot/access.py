@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -48,6 +49,31 @@ class ChannelMembers:
         return result
 
 
+Teams = str | frozenset[str] | None
+"""Whose workspace asks: one team id, the ids an interaction names (workspace and org), or None for an org-wide
+install's interaction that names no workspace (`team` null: any workspace of the org; channel membership decides)."""
+
+
+def interaction_teams(body: dict[str, Any]) -> Teams:
+    """The workspace and org ids an interaction payload names for its user (Slack's documented shapes: `team` an
+    object or null, `team.enterprise_id`, `user.team_id` (the org's id for org-wide installs), `enterprise`)."""
+    team, user, enterprise = body.get("team"), body.get("user"), body.get("enterprise")
+    ids = {team.get("id"), team.get("enterprise_id")} if isinstance(team, dict) else set()
+    if isinstance(user, dict):
+        ids.add(user.get("team_id"))
+    if isinstance(enterprise, dict):
+        ids.add(enterprise.get("id"))
+    if team is None and body.get("is_enterprise_install") is True:
+        return None
+    return frozenset(i for i in ids if isinstance(i, str) and i)
+
+
+def _team_matches(run: RunRecord, teams: Teams) -> bool:
+    if teams is None:
+        return True
+    return run.team == teams if isinstance(teams, str) else run.team in teams
+
+
 class RunAccess:
     """Resolves a run id for a user, or None (unknown and forbidden look the same)."""
 
@@ -55,10 +81,10 @@ class RunAccess:
         self._chat = chat
         self._members = members
 
-    async def run_for(self, run_id: str, team: str, user: str) -> RunRecord | None:
-        """The run when `user` of `team` may see it, else None."""
+    async def run_for(self, run_id: str, team: Teams, user: str) -> RunRecord | None:
+        """The run when `user` of `team` may see it (a member of the run's channel), else None."""
         run = await self._chat.get_run(run_id)
-        if run is None or run.team != team or not user:
+        if run is None or not _team_matches(run, team) or not user:
             return None
         if user not in await self._members.members(run.channel):
             return None

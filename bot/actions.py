@@ -9,7 +9,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from bot.commands import safe_trace_message
 from bot.deps import BotDeps
 from bot.render.footer import VIEW_TRACE_ACTION
-from bot.verify import register_verify_actions
+from bot.verify import can_respond, register_verify_actions, who_clicked
 
 
 def register_actions(app: AsyncApp, deps: BotDeps) -> None:
@@ -19,7 +19,8 @@ def register_actions(app: AsyncApp, deps: BotDeps) -> None:
     @app.action(VIEW_TRACE_ACTION)
     async def on_view_trace(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
-        team = (body.get("team") or {}).get("id", "")
-        user = (body.get("user") or {}).get("id", "")
+        if not can_respond(body, "view trace"):
+            return
+        team, user = who_clicked(body)
         msg = await safe_trace_message(deps, str(action.get("value") or ""), team, user)
         await respond(response_type="ephemeral", replace_original=False, **msg)

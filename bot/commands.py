@@ -8,7 +8,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
-from bot.access import DENIAL
+from bot.access import DENIAL, Teams
 from bot.deps import BotDeps
 from bot.render.help import USAGE, help_blocks
 from bot.render.limits import fit_blocks
@@ -32,7 +32,7 @@ def parse(text: str) -> tuple[str, str | None] | None:
     return None
 
 
-async def trace_message(deps: BotDeps, run_id: str, team: str, user: str) -> dict[str, Any]:
+async def trace_message(deps: BotDeps, run_id: str, team: Teams, user: str) -> dict[str, Any]:
     """The ephemeral trace of a run, or the one-line denial."""
     run = await deps.access.run_for(run_id, team, user)
     if run is None:
@@ -43,7 +43,7 @@ async def trace_message(deps: BotDeps, run_id: str, team: str, user: str) -> dic
     return {"text": f"Trace of run {run_id}", "blocks": blocks}
 
 
-async def safe_trace_message(deps: BotDeps, run_id: str, team: str, user: str) -> dict[str, Any]:
+async def safe_trace_message(deps: BotDeps, run_id: str, team: Teams, user: str) -> dict[str, Any]:
     """trace_message, or a short "try again" when the stores fail (never the error itself)."""
     try:
         return await trace_message(deps, run_id, team, user)
@@ -52,7 +52,7 @@ async def safe_trace_message(deps: BotDeps, run_id: str, team: str, user: str) -
         return {"text": UNAVAILABLE}
 
 
-async def cancel_message(deps: BotDeps, run_id: str, team: str, user: str) -> str:
+async def cancel_message(deps: BotDeps, run_id: str, team: Teams, user: str) -> str:
     """Cancel a run the user may see; the same denial otherwise."""
     run = await deps.access.run_for(run_id, team, user)
     if run is None:

@@ -1,7 +1,7 @@
 """Request hygiene for POST /slack/events, before Bolt sees a byte: the signature is verified on the raw body
 (401 when it does not match), then the body must be UTF-8, bounded, shallow JSON (or a form whose `payload` is)
-with the shapes the framework reads (400 and one log line otherwise). Unknown request types get 200 (Slack
-would retry a 404), and no request ends in a traceback."""
+in a shape Slack documents for its type (bot/slack_payloads.py; 400 and one log line otherwise). Unknown request
+types get 200 (Slack would retry a 404), and no request ends in a traceback."""
 
 from __future__ import annotations
 
@@ -17,20 +17,13 @@ import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
+from bot.slack_payloads import form_problem, payload_problem
+
 log = logging.getLogger(__name__)
 
 REPLAY_WINDOW_S = 300
 MAX_JSON_DEPTH = 48
 """Slack payloads (Block Kit included) nest far less; deeper JSON is refused before any recursive parser sees it."""
-_ID_FIELDS = ("enterprise", "team", "user", "channel")  # a string id or an object with one
-# Matched against patterns or read as text by the framework and the listeners.
-_TEXT_FIELDS = ("type", "subtype", "action_id", "block_id", "callback_id", "command", "text", "ts", "thread_ts",
-                "event_ts", "channel_type", "user_team", "team_id", "user_id", "channel_id", "enterprise_id",
-                "api_app_id", "trigger_id", "response_url", "value", "bot_id")
-_OBJECT_FIELDS = ("event", "message", "previous_message", "item", "assistant_thread", "view", "container",
-                  "function_data", "state")
-_LIST_OF_OBJECTS = ("authorizations", "actions", "response_urls")
-_NESTED = ("event", "message", "previous_message", "item", "assistant_thread")
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -47,64 +40,6 @@ def depth_exceeds(value: Any, limit: int) -> bool:
     return False
 
 
-def shape_problem(payload: Any, level: int = 0) -> str | None:
-    """The first field the framework would trip over (an id that is neither text nor an object, a list of objects
-    that is not one), or None. Checks the payload and the objects nested in it that carry ids."""
-    if not isinstance(payload, dict):
-        return "the payload is not a JSON object"
-    for key in _TEXT_FIELDS:
-        if payload.get(key) is not None and not isinstance(payload[key], str):
-            return f"{key} is not text"
-    if payload.get("response_url") is not None and not _is_url(payload["response_url"]):
-        return "response_url is not an http(s) URL"
-    for key in _ID_FIELDS:
-        value = payload.get(key)
-        if value is not None and not isinstance(value, str | dict):
-            return f"{key} is neither an id nor an object"
-        if isinstance(value, dict) and not isinstance(value.get("id", ""), str):
-            return f"{key}.id is not text"
-    for key in _OBJECT_FIELDS:
-        if payload.get(key) is not None and not isinstance(payload[key], dict):
-            return f"{key} is not an object"
-    for key in _LIST_OF_OBJECTS:
-        value = payload.get(key)
-        if value is not None and not (isinstance(value, list) and all(isinstance(v, dict) for v in value)):
-            return f"{key} is not a list of objects"
-    nested = [payload[k] for k in _NESTED if isinstance(payload.get(k), dict)]
-    nested += (payload.get("authorizations") or []) + (payload.get("actions") or [])
-    if level < 3:
-        for inner in nested:
-            if (problem := shape_problem(inner, level + 1)) is not None:
-                return problem
-    return None
-
-
-def _is_url(value: Any) -> bool:
-    return isinstance(value, str) and value.startswith(("https://", "http://"))
-
-
-def type_problem(payload: dict[str, Any]) -> str | None:
-    """What the payload's own type requires: an event callback carries an event object with a type; a block action
-    carries the actions (each with an action_id), the user who clicked and a response_url."""
-    kind = payload.get("type")
-    if kind == "event_callback":
-        event = payload.get("event")
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            return "event_callback without an event type"
-    if kind == "block_actions":
-        actions = payload.get("actions")
-        if not actions or not all(isinstance(a.get("action_id"), str) for a in actions):
-            return "block_actions without actions that each have an action_id"
-        user = payload.get("user")
-        if not isinstance(user, dict) or not isinstance(user.get("id"), str):
-            return "block_actions without the user who acted"
-        if not _is_url(payload.get("response_url")):
-            return "block_actions without a response_url"
-        if payload.get("team") is not None and not isinstance(payload.get("team"), dict):
-            return "block_actions with a team that is not an object"
-    return None
-
-
 def json_problem(text: str) -> str | None:
     """Why `text` is not an acceptable Slack JSON payload, or None."""
     try:
@@ -113,7 +48,7 @@ def json_problem(text: str) -> str | None:
         return "invalid JSON (or nested too deep)"
     if depth_exceeds(payload, MAX_JSON_DEPTH):
         return f"JSON nested deeper than {MAX_JSON_DEPTH}"
-    return shape_problem(payload) or type_problem(payload)
+    return payload_problem(payload)
 
 
 def body_problem(body: bytes, content_type: str) -> str | None:
@@ -130,8 +65,8 @@ def body_problem(body: bytes, content_type: str) -> str | None:
         except (ValueError, UnicodeDecodeError):
             return "invalid form encoding"
         if "payload" in form:  # interactivity: the payload field is JSON
-            return json_problem(form["payload"][0])
-        return None
+            return json_problem(form["payload"][-1])
+        return form_problem({key: values[-1] for key, values in form.items()})  # Bolt keeps the last value too
     return f"unsupported content type {content_type or '(none)'}"
 
 

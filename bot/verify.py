@@ -12,7 +12,7 @@ from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
-from bot.access import DENIAL
+from bot.access import DENIAL, Teams, interaction_teams
 from bot.commands import UNAVAILABLE
 from bot.deps import BotDeps
 from bot.render.evidence import evidence_view
@@ -28,11 +28,13 @@ VOTE_WORDS = {Vote.UP: "👍", Vote.DOWN: "👎"}
 _FEEDBACK_VALUES = {"positive_feedback": Vote.UP, "negative_feedback": Vote.DOWN}
 
 
-def _who(body: dict[str, Any]) -> tuple[str, str]:
-    return (body.get("team") or {}).get("id", ""), (body.get("user") or {}).get("id", "")
+def who_clicked(body: dict[str, Any]) -> tuple[Teams, str]:
+    """The clicking user's workspace/org ids and user id."""
+    user = body.get("user")
+    return interaction_teams(body), (user.get("id") or "") if isinstance(user, dict) else ""
 
 
-async def _report(deps: BotDeps, run_id: str, team: str, user: str) -> PublishedReport | None:
+async def _report(deps: BotDeps, run_id: str, team: Teams, user: str) -> PublishedReport | None:
     """The run's published report when `user` may see the run, else None."""
     run = await deps.access.run_for(run_id, team, user)
     if run is None or run.published_report is None:
@@ -40,7 +42,7 @@ async def _report(deps: BotDeps, run_id: str, team: str, user: str) -> Published
     return PublishedReport.model_validate(run.published_report)
 
 
-async def evidence_message(deps: BotDeps, value: str, team: str, user: str) -> dict[str, Any]:
+async def evidence_message(deps: BotDeps, value: str, team: Teams, user: str) -> dict[str, Any]:
     """The ephemeral "Show evidence" answer for a button value `run_id|index`, or the denial."""
     run_id, _, index_text = value.partition("|")
     report = await _report(deps, run_id, team, user)
@@ -51,7 +53,7 @@ async def evidence_message(deps: BotDeps, value: str, team: str, user: str) -> d
     return {"text": f"Evidence for finding {index + 1} of run {run_id}", "blocks": blocks}
 
 
-async def all_findings_messages(deps: BotDeps, run_id: str, team: str, user: str) -> list[dict[str, Any]]:
+async def all_findings_messages(deps: BotDeps, run_id: str, team: Teams, user: str) -> list[dict[str, Any]]:
     """The "Show all findings" answer: one or more ephemeral messages holding every finding, or the denial."""
     report = await _report(deps, run_id, team, user)
     if report is None:
@@ -68,27 +70,37 @@ def parse_vote(value: str) -> tuple[Vote, str] | None:
     return (vote, run_id) if vote is not None and run_id else None
 
 
-async def vote_message(deps: BotDeps, value: str, team: str, user: str) -> str:
+async def vote_message(deps: BotDeps, value: str, team: Teams, user: str) -> str:
     """Record a vote the user may cast (a member of the run's channel) and say so; the denial otherwise."""
     parsed = parse_vote(value)
     if parsed is None:
         return DENIAL
     vote, run_id = parsed
-    if await deps.access.run_for(run_id, team, user) is None or not await deps.feedback.vote(run_id, user, team, vote):
+    run = await deps.access.run_for(run_id, team, user)
+    if run is None or not await deps.feedback.vote(run_id, user, run.team, vote):
         return DENIAL
     return f"Thanks, your {VOTE_WORDS[vote]} on this answer is recorded."
 
 
-Replies = Callable[[BotDeps, str, str, str], Awaitable[list[dict[str, Any]]]]
+Replies = Callable[[BotDeps, str, Teams, str], Awaitable[list[dict[str, Any]]]]
 ActionHandler = Callable[[AsyncAck, dict[str, Any], dict[str, Any], AsyncRespond], Awaitable[None]]
 
 
-async def _evidence_replies(deps: BotDeps, value: str, team: str, user: str) -> list[dict[str, Any]]:
+async def _evidence_replies(deps: BotDeps, value: str, team: Teams, user: str) -> list[dict[str, Any]]:
     return [await evidence_message(deps, value, team, user)]
 
 
-async def _vote_replies(deps: BotDeps, value: str, team: str, user: str) -> list[dict[str, Any]]:
+async def _vote_replies(deps: BotDeps, value: str, team: Teams, user: str) -> list[dict[str, Any]]:
     return [{"text": await vote_message(deps, value, team, user)}]
+
+
+def can_respond(body: dict[str, Any], what: str) -> bool:
+    """Slack sends a response_url only for clicks in messages (not in modals or the Home tab, where the bot's
+    buttons never are): without one there is nobody to answer."""
+    if body.get("response_url"):
+        return True
+    log.info("%s click without a response_url (not in a message): not answered", what)
+    return False
 
 
 def ephemeral_action(deps: BotDeps, what: str, replies: Replies) -> ActionHandler:
@@ -97,8 +109,10 @@ def ephemeral_action(deps: BotDeps, what: str, replies: Replies) -> ActionHandle
 
     async def handler(ack: AsyncAck, body: dict[str, Any], action: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
+        if not can_respond(body, what):
+            return
         try:
-            messages = await replies(deps, str(action.get("value") or ""), *_who(body))
+            messages = await replies(deps, str(action.get("value") or ""), *who_clicked(body))
         except Exception as exc:
             log.warning("%s failed: %s", what, type(exc).__name__)
             messages = [{"text": UNAVAILABLE}]

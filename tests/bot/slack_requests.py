@@ -12,6 +12,8 @@ from urllib.parse import urlencode
 
 import aiohttp
 
+from tests.fakes.slack_interactions import block_actions, labelled_element
+
 SECRET = "test-signing-secret"
 _ids = itertools.count(1)
 
@@ -61,22 +63,20 @@ class SlackSender:
 
     async def button(self, value: str, *, user: str, team: str = "T1", response_url: str) -> tuple[int, str]:
         """A click on the View trace button."""
-        payload = {"type": "block_actions", "team": {"id": team}, "user": {"id": user, "team_id": team}, "api_app_id": "A1",
-                   "channel": {"id": "C1"}, "response_url": response_url, "trigger_id": "1.2.3",
-                   "container": {"type": "message", "message_ts": "1.0", "channel_id": "C1"},
-                   "actions": [{"action_id": "view_trace", "block_id": "diag_footer", "value": value, "type": "button",
-                                "action_ts": "1.0"}]}
-        return await self.post(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
+        return await self.action("view_trace", value, user=user, team=team, response_url=response_url)
 
+    async def action(self, action_id: str, value: str, *, user: str, response_url: str, team: str | None = "T1",
+                     kind: str = "button", enterprise: str | None = None) -> tuple[int, str]:
+        """A click on any of the bot's buttons (kind `feedback_buttons` for 👍/👎), in Slack's documented shape
+        (tests/fakes/slack_interactions.py): the element's `text` is a plain_text object."""
+        message = {"text": "final", "thread_ts": "1.0", "blocks": [
+            {"type": "actions", "block_id": "b1", "elements": [labelled_element(action_id, value, kind)]}]}
+        payload = block_actions(message, action_id, user=user, response_url=response_url, message_ts="1.5",
+                                team=team, enterprise=enterprise)
+        return await self.interaction(payload)
 
-    async def action(self, action_id: str, value: str, *, user: str, response_url: str, team: str = "T1",
-                     kind: str = "button") -> tuple[int, str]:
-        """A click on any of the bot's buttons (kind `feedback_buttons` for 👍/👎)."""
-        payload = {"type": "block_actions", "team": {"id": team}, "user": {"id": user, "team_id": team}, "api_app_id": "A1",
-                   "channel": {"id": "C1"}, "response_url": response_url, "trigger_id": "1.2.3",
-                   "container": {"type": "message", "message_ts": "1.0", "channel_id": "C1"},
-                   "actions": [{"action_id": action_id, "block_id": "b1", "value": value, "type": kind,
-                                "action_ts": "1.0"}]}
+    async def interaction(self, payload: dict[str, Any]) -> tuple[int, str]:
+        """Any interaction payload, form-encoded as Slack posts it (`payload=<json>`)."""
         return await self.post(urlencode({"payload": json.dumps(payload)}), "application/x-www-form-urlencoded")
 
 

@@ -27,6 +27,7 @@ from testkit.openai_server import FakeOpenAIServer
 from tests.bot.conftest import Harness
 from tests.bot.fake_chat import FakeChat
 from tests.bot.slack_requests import SECRET, SlackSender, mention, message
+from tests.fakes.slack_interactions import block_actions
 from tests.fakes.slack_server import FakeSlack
 
 HIKARI = {"service": "order-service", "query": "HikariPool", "level": "ERROR"}
@@ -209,19 +210,24 @@ async def test_show_evidence_returns_the_findings_real_items_and_is_denied_to_no
     await h.send.event(mention(ts="43.0"))
     await h.settle(30)
     [final] = h.slack.finals("C1", "43.0")
-    values = _button_values(final["blocks"], "show_evidence")
-    assert len(values) == 2
-    await h.send.action("show_evidence", values[0], user="U2", response_url=h.slack.response_url("e1"))
+    assert len(_button_values(final["blocks"], "show_evidence")) == 2
+
+    def click(nth: int, user: str, key: str) -> dict[str, Any]:  # a click on the posted message, as Slack sends it
+        return block_actions(final, "show_evidence", user=user, response_url=h.slack.response_url(key),
+                             message_ts=final["ts"], nth=nth)
+
+    assert click(0, "U2", "e0")["actions"][0]["text"]["text"] == "Show evidence"  # a plain_text object
+    await h.send.interaction(click(0, "U2", "e1"))
     logs_view = await h.slack.next_response()
     text = json.dumps(logs_view["blocks"], ensure_ascii=False)
     assert logs_view["response_type"] == "ephemeral"
     assert re.search(r"\d\d:\d\d:\d\d ERROR [^\"]*HikariPool", text)
-    await h.send.action("show_evidence", values[1], user="U2", response_url=h.slack.response_url("e2"))
+    await h.send.interaction(click(1, "U2", "e2"))
     sql_view = (await h.slack.next_response())["blocks"]
     [table] = [b for b in sql_view if b["type"] == "table"]
     assert [c["text"] for c in table["rows"][0]] == ["ts", "service", "active", "idle", "waiting"]
     assert all(row[1]["text"] == "order-service" for row in table["rows"][1:])
-    await h.send.action("show_evidence", values[0], user="U9", response_url=h.slack.response_url("e3"))
+    await h.send.interaction(click(0, "U9", "e3"))
     denied = await h.slack.next_response()
     assert denied["text"] == "No run with that id is available to you."
     assert "blocks" not in denied
@@ -239,12 +245,12 @@ async def test_a_thumbs_up_is_stored_once_per_user_and_shown_in_the_trace(real: 
     [up] = _button_values(final["blocks"], "diag_feedback")
     run_id = final["metadata"]["event_payload"]["run_id"]
     assert up == f"up|{run_id}"
-    for attempt in range(2):
-        await h.send.action("diag_feedback", up, user="U2", kind="feedback_buttons",
-                            response_url=h.slack.response_url(f"v{attempt}"))
+    for attempt in range(2):  # Slack's feedback_buttons click: the chosen button's value and text
+        await h.send.interaction(block_actions(final, "diag_feedback", user="U2", message_ts=final["ts"],
+                                               response_url=h.slack.response_url(f"v{attempt}")))
         assert "recorded" in (await h.slack.next_response())["text"]
-    await h.send.action("diag_feedback", f"down|{run_id}", user="U9", kind="feedback_buttons",
-                        response_url=h.slack.response_url("v9"))
+    await h.send.interaction(block_actions(final, "diag_feedback", user="U9", message_ts=final["ts"], choice="negative",
+                                           response_url=h.slack.response_url("v9")))
     assert (await h.slack.next_response())["text"] == "No run with that id is available to you."
     await h.send.command(f"trace {run_id}", user="U3", response_url=h.slack.response_url("t"))
     trace = json.dumps((await h.slack.next_response())["blocks"], ensure_ascii=False)

@@ -346,7 +346,7 @@ class FakeSlack(AiSurface):
     def thread(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
         """The messages in a thread as a user sees them now (after every edit and deletion), oldest first."""
         found = [(ts, m) for (ch, ts), m in self.messages.items() if ch == channel and m.get("thread_ts") == thread_ts]
-        return [m for _, m in sorted(found, key=lambda item: item[0])]
+        return [{**m, "ts": ts} for ts, m in sorted(found, key=lambda item: item[0])]
 
     def finals(self, channel: str, thread_ts: str) -> list[dict[str, Any]]:
         """The visible messages of a thread that carry a turn's `diag_run_finished` metadata."""
