@@ -12,6 +12,7 @@ import redis.asyncio as aioredis
 
 from core.llm.openai_model import refuse_remote_models
 from core.observability.log_setup import CHATTY_LOGGERS
+from tests.fixtures.prometheus import prometheus_server  # noqa: F401 - a shared fixture: a real Prometheus
 
 REDIS_URL = os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 MARIADB_URL = os.environ.get("TEST_MARIADB_URL", "mysql+aiomysql://root@127.0.0.1:3306/test")

@@ -229,10 +229,11 @@ def _series_of(result: list[Any], kind: str) -> tuple[list[Series], int]:
         labels = {str(k): str(v) for k, v in entry["metric"].items()}
         name = labels.pop("__name__", "")
         series = Series(name, labels)
-        points = entry.get("values") if kind == "matrix" else [entry["value"]] if "value" in entry else None
-        if points is None:
-            skipped += 1  # a native histogram ("histogram"/"histograms"): no float values to show
+        floats, histograms = ("values", "histograms") if kind == "matrix" else ("value", "histogram")
+        if histograms in entry and floats not in entry:
+            skipped += 1  # a native histogram: no float values to show
             continue
+        points = entry[floats] if kind == "matrix" else [entry[floats]]
         times, values = series.times, series.values
         for t, v in points:
             times.append(float(t))
