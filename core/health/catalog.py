@@ -14,7 +14,7 @@ from core.health.stores import check_database, check_redis
 from core.netdiag import network_cause
 from core.settings import Settings
 from core.stores.sql.db import Database
-from core.tools.checks import check_knowledge
+from core.tools.knowledge.health import check_knowledge
 from core.tools.logs.health import check_log_backend_choice, check_logs
 from core.tools.sql.health import check_sql, check_sql_privileges
 

@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft, KnowledgeAnswer
 from core.contracts.evidence import ToolName
-from core.tools.args import KnowledgeArgs
+from core.tools.knowledge.args import KnowledgeArgs
 from core.tools.logs.args import LogsArgs
 from core.tools.sql.args import SqlArgs
 

@@ -6,22 +6,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from core.contracts.evidence import ToolName
+from core.tools.knowledge.args import KnowledgeArgs
 from core.tools.logs.args import LogsArgs
-from core.tools.native import ToolArgs
 from core.tools.sql.args import SqlArgs
-
-
-class KnowledgeArgs(ToolArgs):
-    """Arguments of lookup_knowledge: ranked retrieval over the Markdown runbooks."""
-
-    query: str = Field(
-        min_length=1, max_length=500, description="What to look up, in plain words (e.g. 'HikariCP pool exhausted')."
-    )
-    top_k: int = Field(default=5, ge=1, le=10, description="How many runbook sections to return (1-10).")
-
 
 ARGS_MODELS: Mapping[ToolName, type[BaseModel]] = MappingProxyType({
     ToolName.LOOKUP_KNOWLEDGE: KnowledgeArgs,

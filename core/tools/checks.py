@@ -1,4 +1,4 @@
-"""Checks of the tool backends shared by toolsets (a folder of files) and, until they move, knowledge and DIAG_SQL_URL.
+"""Checks shared by toolsets: a folder holds the files a backend reads.
 
 A backend that is down is a warning: the server starts, the tool answers ERROR, readiness names it."""
 
@@ -8,7 +8,6 @@ import asyncio
 from pathlib import Path
 
 from core.health.result import CheckResult, Level
-from core.settings import Settings
 
 
 def _first(folder: Path, pattern: str) -> tuple[bool, int]:
@@ -33,10 +32,3 @@ async def check_folder(name: str, setting: str, folder: Path, pattern: str) -> C
         return CheckResult(name=name, level=Level.WARN, detail=f"{setting} {folder} has no {pattern} files",
                            fix=f"put {pattern} files under {folder} or point {setting} elsewhere")
     return CheckResult(name=name, level=Level.OK, detail=f"{setting} {folder}: {count} {pattern} files")
-
-
-async def check_knowledge(settings: Settings) -> CheckResult:
-    """lookup_knowledge's folder holds *.md runbooks."""
-    return await check_folder("tool.lookup_knowledge", "DIAG_KNOWLEDGE_PATH", settings.diag_knowledge_path, "*.md")
-
-

@@ -20,7 +20,7 @@ from core.settings import Settings
 from core.tools.clock import clock_from, pinned_clock
 from core.tools.contract import PlannedCall, ToolEnv, Toolset, ToolSpec, UnknownTool
 from core.tools.contract import Tool as RunnableTool
-from core.tools.knowledge import KnowledgeTool
+from core.tools.knowledge.tool import KnowledgeTool
 from core.tools.logs.build import logs_tool
 from core.tools.metrics.toolset import MetricsToolset
 from core.tools.sql.tool import SqlTool

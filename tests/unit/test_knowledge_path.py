@@ -18,7 +18,7 @@ from core.settings import DEMO_DATA, PROMPTS_DIR
 from core.steps.knowledge import KnowledgeAnswerer
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore
-from core.tools.knowledge import KnowledgeTool
+from core.tools.knowledge.tool import KnowledgeTool
 from testkit.models import ModelRequest, ScriptedChatModel, reply
 from tests.fakes.agent_doubles import make_ctx
 

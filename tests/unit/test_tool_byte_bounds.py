@@ -12,9 +12,9 @@ import pytest
 
 from core.contracts.evidence import ToolName
 from core.evidence.projection import project
-from core.tools.args import KnowledgeArgs
 from core.tools.item_bounds import TRUNCATED, ItemBounds, json_size
-from core.tools.knowledge import KnowledgeTool
+from core.tools.knowledge.args import KnowledgeArgs
+from core.tools.knowledge.tool import KnowledgeTool
 from core.tools.logs.args import LogsArgs
 from core.tools.logs.jsonl import LogsTool
 

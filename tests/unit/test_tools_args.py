@@ -8,7 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from core.contracts.evidence import ToolName
-from core.tools.args import ARGS_MODELS, KnowledgeArgs, args_model_for
+from core.tools.args import ARGS_MODELS, args_model_for
+from core.tools.knowledge.args import KnowledgeArgs
 from core.tools.logs.args import LogsArgs
 from core.tools.sql.args import SqlArgs
 

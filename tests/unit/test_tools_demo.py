@@ -10,9 +10,9 @@ import pytest
 
 from core.contracts.evidence import ToolName
 from core.settings import DEMO_DATA, Settings
-from core.tools.args import KnowledgeArgs
 from core.tools.clock import clock_from
-from core.tools.knowledge import KnowledgeTool
+from core.tools.knowledge.args import KnowledgeArgs
+from core.tools.knowledge.tool import KnowledgeTool
 from core.tools.logs.args import LogsArgs
 from core.tools.logs.jsonl import LogsTool
 from core.tools.registry import build_tools

@@ -9,9 +9,9 @@ import pytest
 
 from core.errors import ToolFailure
 from core.settings import DEMO_DATA
-from core.tools.args import KnowledgeArgs
-from core.tools.knowledge import KnowledgeTool, fts_query
-from core.tools.markdown_blocks import split_blocks
+from core.tools.knowledge.args import KnowledgeArgs
+from core.tools.knowledge.blocks import split_blocks
+from core.tools.knowledge.tool import KnowledgeTool, fts_query
 
 
 @pytest.fixture

@@ -11,9 +11,9 @@ from typing import Any
 
 from core.contracts.evidence import RawResult, ToolName
 from core.errors import ToolFailure
-from core.tools.args import KnowledgeArgs
 from core.tools.item_bounds import ItemBounds, bound_items
-from core.tools.markdown_blocks import Block, split_blocks
+from core.tools.knowledge.args import KnowledgeArgs
+from core.tools.knowledge.blocks import Block, split_blocks
 
 # Words (letters/digits, Unicode) are the only thing taken from user text; each is quoted for FTS5,
 # so no operator, column filter or unbalanced quote in the query can produce a syntax error.

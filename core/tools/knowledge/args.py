@@ -1,0 +1,16 @@
+"""Arguments of lookup_knowledge (SPEC §3): ranked retrieval over the Markdown runbooks."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from core.tools.native import ToolArgs
+
+
+class KnowledgeArgs(ToolArgs):
+    """Arguments of lookup_knowledge: ranked retrieval over the Markdown runbooks."""
+
+    query: str = Field(
+        min_length=1, max_length=500, description="What to look up, in plain words (e.g. 'HikariCP pool exhausted')."
+    )
+    top_k: int = Field(default=5, ge=1, le=10, description="How many runbook sections to return (1-10).")
