@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     diag_prometheus_token: SecretStr | None = None
     diag_prometheus_timeout_s: float = Field(default=10.0, gt=0, le=300)
 
+    # MCP toolsets (SPEC §3.2, docs/toolsets.md): a TOML file of read-only MCP servers and their allow-listed tools.
+    diag_toolsets_file: Path | None = None
+
     port: int = 3000
     # Upgrade the database schema at start (unset: on for SQLite, off elsewhere; `diagbot migrate` does it on demand).
     diag_auto_migrate: bool | None = None

@@ -49,6 +49,8 @@ class Check:
     run: Callable[[], Awaitable[CheckResult]]
     failing: Level = Level.FATAL
     fix: str = ""
+    timeout_s: float | None = None
+    """Its own time bound, for checks that must start something slow (MCP servers); None: the common bound."""
 
 
 def static(result: CheckResult) -> Callable[[], Awaitable[CheckResult]]:
@@ -75,7 +77,7 @@ async def _bounded(check: Check, timeout_s: float) -> CheckResult:
 
 async def run_checks(checks: Sequence[Check], timeout_s: float = CHECK_TIMEOUT_S) -> list[CheckResult]:
     """Run every check concurrently, each within timeout_s; results in the order of `checks`."""
-    return list(await asyncio.gather(*(_bounded(c, timeout_s) for c in checks)))
+    return list(await asyncio.gather(*(_bounded(c, c.timeout_s or timeout_s) for c in checks)))
 
 
 def fatal(results: Sequence[CheckResult]) -> list[CheckResult]:

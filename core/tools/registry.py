@@ -22,6 +22,7 @@ from core.tools.contract import PlannedCall, ToolEnv, Toolset, ToolSpec, Unknown
 from core.tools.contract import Tool as RunnableTool
 from core.tools.knowledge.tool import KnowledgeTool
 from core.tools.logs.build import logs_tool
+from core.tools.mcp.toolset import McpToolset
 from core.tools.metrics.toolset import MetricsToolset
 from core.tools.sql.tool import SqlTool
 
@@ -82,6 +83,7 @@ class ToolRegistry:
 
 TOOLSETS: tuple[Toolset, ...] = (
     MetricsToolset(),
+    McpToolset(),
 )
 """The registered toolsets: one line each."""
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from core.errors import ToolFailure
+from core.tools.contract import InvalidArguments
 from core.tools.mcp.config import McpServerConfig, ToolsetsFile
 from core.tools.mcp.content import json_size
 from core.tools.mcp.manager import McpManager
@@ -29,7 +30,7 @@ def _tool(manager: McpManager, function: str) -> McpTool:
 
 async def _run(manager: McpManager, function: str, **arguments: object) -> dict[str, Any]:
     tool = _tool(manager, function)
-    raw = await tool.run(tool.args_model.model_validate(arguments))
+    raw = await tool.run(tool.validate(arguments))
     return raw.model_dump(mode="json")
 
 
@@ -59,13 +60,16 @@ async def test_git_server_offers_only_read_only_allow_listed_tools(git_manager: 
 
 async def test_git_arguments_are_checked_against_the_servers_schema(git_manager: McpManager, git_repo: Path) -> None:
     tool = _tool(git_manager, "mcp_git_git_log")
-    with pytest.raises(ValueError, match="max_count: must satisfy type"):
-        tool.args_model.model_validate({"repo_path": str(git_repo), "max_count": "many"})
-    with pytest.raises(ValueError, match="a required property is missing"):
-        tool.args_model.model_validate({})
+    with pytest.raises(InvalidArguments, match="max_count: must satisfy type"):
+        tool.validate({"repo_path": str(git_repo), "max_count": "many"})
+    with pytest.raises(InvalidArguments, match="a required property is missing"):
+        tool.validate({})
     # strict-mode nulls mean "absent": the server gets its own default
-    args = tool.args_model.model_validate({"repo_path": str(git_repo), "max_count": None, "start_timestamp": None})
-    assert args.model_dump(mode="json") == {"repo_path": str(git_repo)}
+    args = tool.validate({"repo_path": str(git_repo), "max_count": None, "start_timestamp": None})
+    assert tool.effective(args) == {"repo_path": str(git_repo)}
+    assert tool.strict
+    assert tool.strict_parameters() is not None
+    assert "repo_path" in tool.parameters()["properties"]
 
 
 async def test_git_tool_error_is_a_clear_failure(git_manager: McpManager, git_repo: Path) -> None:

@@ -25,6 +25,8 @@ MAX_TOOLS_PER_SERVER = 64
 MAX_FILE_BYTES = 256 * 1024
 DEFAULT_TIMEOUT_S = 15.0
 DEFAULT_MAX_OUTPUT_BYTES = 96 * 1024
+START_TIMEOUT_S = 20.0
+"""A server must have initialised within this (or its timeout_s, if longer than 5 s and shorter)."""
 
 
 class ToolsetsFileError(ValueError):

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from core.tools.mcp.sdk import CallResult
+if TYPE_CHECKING:
+    from core.tools.mcp.sdk import CallResult
 
 CUT_MARKER = "…[cut: over max_output_bytes]"
 _JSON_START = ("{", "[")

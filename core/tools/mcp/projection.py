@@ -23,16 +23,16 @@ _MAX_ERROR_CHARS = 400
 _SHRINK_STEPS = 12
 
 
-def _guard_cut(value: Any) -> Any:
+def guard_cut(value: Any) -> Any:
     """Strings the window cut end in CUT_MARKER: drop the characters just before it (a split secret's head)."""
     if isinstance(value, str):
         if value.endswith(CUT_MARKER):
             return value[: max(0, len(value) - len(CUT_MARKER) - _SPLIT_GUARD_CHARS)] + CUT_MARKER
         return value
     if isinstance(value, list):
-        return [_guard_cut(item) for item in value]
+        return [guard_cut(item) for item in value]
     if isinstance(value, dict):
-        return {key: _guard_cut(item) for key, item in value.items()}
+        return {key: guard_cut(item) for key, item in value.items()}
     return value
 
 
@@ -49,7 +49,7 @@ def _marked(value: Any) -> Any:
 def safe_items(items: list[dict[str, Any]], max_bytes: int, redactor: Redactor) -> tuple[list[Any], bool]:
     """Items cut to a window, redacted (values under secret-named keys hidden), marked; (items, cut in window)."""
     windowed, cut = fit_json(items, max_bytes * _WINDOW_FACTOR + 1024)
-    cleaned = _marked(redactor.redact_value(_guard_cut(windowed) if cut else windowed))
+    cleaned = _marked(redactor.redact_value(guard_cut(windowed) if cut else windowed))
     return cleaned if isinstance(cleaned, list) else [], cut
 
 

@@ -42,6 +42,9 @@ class OfferedSchema:
     """What the agent is offered for one tool, and how its arguments are checked."""
 
     parameters: dict[str, Any]
+    """What the agent is offered: the strict form when `strict`, else the plain (inlined, cleaned) schema."""
+    plain: dict[str, Any]
+    """The inlined, cleaned schema before any strict rewriting."""
     strict: bool
     validator: Validator
     original: Mapping[str, Any]
@@ -189,5 +192,5 @@ def offer(input_schema: Mapping[str, Any], *, strict: bool = True) -> OfferedSch
     model_view.setdefault("properties", {})
     strict_view = _strict(model_view) if strict else None
     parameters = strict_view if strict_view is not None else model_view
-    return OfferedSchema(parameters=parameters, strict=strict_view is not None, validator=cls(input_schema),
-                         original=inlined)
+    return OfferedSchema(parameters=parameters, plain=model_view, strict=strict_view is not None,
+                         validator=cls(input_schema), original=inlined)

@@ -23,12 +23,11 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from core.tools.mcp.config import McpServerConfig
+from core.tools.mcp.config import START_TIMEOUT_S, McpServerConfig
 
 log = logging.getLogger(__name__)
 
 CLIENT_INFO = types.Implementation(name="diagbot", version="1")
-START_TIMEOUT_S = 20.0
 STDERR_TAIL_CHARS = 600
 MAX_LIST_PAGES = 20
 

@@ -4,10 +4,13 @@ has a schema the model API can take. Every tool left out is a problem line namin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from core.tools.mcp.config import McpServerConfig, function_name
 from core.tools.mcp.schema import OfferedSchema, SchemaProblem, offer
-from core.tools.mcp.sdk import ListedTool
+
+if TYPE_CHECKING:
+    from core.tools.mcp.sdk import ListedTool
 
 MAX_TOOL_DESCRIPTION_CHARS = 1024
 _SHOWN_NAMES = 12
