@@ -1,16 +1,16 @@
-"""Real MCP servers for the toolset tests: mcp-server-git over a repository made here, prometheus-mcp-server over a
-real Prometheus holding known samples (stdio and streamable HTTP), and our misbehaving test servers."""
+"""Real MCP servers for the toolset tests: mcp-server-git over a repository made here, prometheus-mcp-server over the
+shared real Prometheus holding the demo incident's metrics (stdio and streamable HTTP), and our misbehaving test
+servers."""
 
 from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
-from tests.binaries import debian_binary
+from tests.fixtures.prometheus import PrometheusServer
 from tests.mcp_servers import free_port, own_server, stop, wait_for_port
 
 COMMITS = (
@@ -38,46 +38,10 @@ def git_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return repo
 
 
-PROM_NOW = datetime.now(UTC).replace(microsecond=0)
-"""Samples are written relative to the session's start (Prometheus drops blocks older than its retention)."""
-
-
-def _openmetrics() -> str:
-    lines = ["# TYPE http_requests_total counter", "# HELP http_requests_total Requests served."]
-    start = PROM_NOW - timedelta(minutes=30)
-    for step in range(31):
-        ts = int((start + timedelta(minutes=step)).timestamp())
-        lines.append(f'http_requests_total{{service="checkout-api",code="502"}} {17 * step} {ts}')
-        lines.append(f'http_requests_total{{service="checkout-api",code="200"}} {1000 * step} {ts}')
-    lines.append("# TYPE db_pool_active_connections gauge")
-    for step in range(31):
-        ts = int((start + timedelta(minutes=step)).timestamp())
-        lines.append(f'db_pool_active_connections{{service="order-service"}} {10 if step > 20 else 4} {ts}')
-    lines.append("# EOF")
-    return "\n".join(lines) + "\n"
-
-
 @pytest.fixture(scope="session")
-def prometheus_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real Prometheus (Debian's package) whose TSDB holds known samples of the last 30 minutes."""
-    base = tmp_path_factory.mktemp("prometheus")
-    source = base / "samples.om"
-    source.write_text(_openmetrics(), encoding="utf-8")
-    data = base / "data"
-    subprocess.run([str(debian_binary("promtool")), "tsdb", "create-blocks-from", "openmetrics", str(source), str(data)],
-                   check=True, capture_output=True)
-    config = base / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 1h\n", encoding="utf-8")
-    port = free_port()
-    process = subprocess.Popen(
-        [str(debian_binary("prometheus")), f"--config.file={config}", f"--storage.tsdb.path={data}",
-         f"--web.listen-address=127.0.0.1:{port}", "--storage.tsdb.retention.time=30d"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_for_port(port, process)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        stop(process)
+def prometheus_url(prometheus_server: PrometheusServer) -> str:
+    """The shared real Prometheus (tests/fixtures/prometheus.py) over the demo incident's metrics."""
+    return prometheus_server.url
 
 
 @pytest.fixture(scope="session")

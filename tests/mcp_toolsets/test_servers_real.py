@@ -21,6 +21,9 @@ from core.tools.mcp.manager import McpManager
 from core.tools.mcp.tool import McpTool
 from tests.mcp_servers import free_port, mcp_server_binary, own_server, stop, wait_for_port
 
+INCIDENT_TIME = "2026-11-29T23:20:00Z"
+"""Inside the demo incident's metrics (2026-11-29 22:00-23:30Z): order-service's pool is exhausted."""
+
 
 def _tool(manager: McpManager, function: str) -> McpTool:
     offered = manager.tools[function]
@@ -94,13 +97,14 @@ async def prom_stdio(prometheus_url: str) -> AsyncIterator[McpManager]:
 async def test_prometheus_server_over_stdio_answers_with_structured_json(prom_stdio: McpManager) -> None:
     assert prom_stdio.servers[0].problems == []
     assert set(prom_stdio.tools) == {"mcp_prom_execute_query", "mcp_prom_execute_range_query"}
-    raw = await _run(prom_stdio, "mcp_prom_execute_query", query='db_pool_active_connections{service="order-service"}')
+    raw = await _run(prom_stdio, "mcp_prom_execute_query", query='hikaricp_connections_pending{service="order-service"}',
+                     time=INCIDENT_TIME)
     items = raw["items"]
     assert isinstance(items, list)
-    assert items[0]["type"] == "structured"
+    assert items[0]["type"] == "structured"  # kept as JSON, not a text dump
     result = items[0]["json"]["result"]
     assert result[0]["metric"]["service"] == "order-service"
-    assert result[0]["value"][1] == "10"
+    assert result[0]["value"][1] == "52"
     assert len(items) == 1  # the JSON text duplicate of the structured content is not kept twice
 
 
@@ -128,8 +132,9 @@ async def test_prometheus_server_over_streamable_http(prom_http: str) -> None:
     try:
         assert manager.servers[0].problems == []
         assert list(manager.tools) == ["mcp_promhttp_execute_query"]
-        raw = await _run(manager, "mcp_promhttp_execute_query", query='http_requests_total{code="502"}')
-        assert raw["items"][0]["json"]["result"][0]["value"][1] == "510"
+        raw = await _run(manager, "mcp_promhttp_execute_query", query='hikaricp_connections_max{service="order-service"}',
+                         time=INCIDENT_TIME)
+        assert raw["items"][0]["json"]["result"][0]["value"][1] == "20"
     finally:
         await manager.close()
 
