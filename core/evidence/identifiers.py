@@ -17,14 +17,21 @@ _PART = re.compile(
     r"|[a-z0-9]+"  # lower-case alphanumerics: Kubernetes hashes and names
     r"|[0-9A-F]+"  # upper-case hex
     r"|[A-Z0-9]{1,6}"  # a short code: API, V2, EU1
-    r"|[A-Z]{2,}[a-z]+(?:[A-Z][a-z]+)*"  # an acronym then words: HTTPServer, URLPath
 )
-_MIN_PARTS = 2
+_PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
+_WORD_PIECE = re.compile(r"[A-Z]?[a-z]{2,}")
+_WORDY_SHARE = 0.75
+"""A CamelCase part with codes inside (PaymentsApiV2ReplicaSet) is words for at least this share of its characters;
+a random token's case changes every character or two, so its words are short."""
+
+
+def _wordy(part: str) -> bool:
+    pieces = _PIECE.findall(part)
+    words = sum(len(p) for p in pieces if _WORD_PIECE.fullmatch(p))
+    return words >= _WORDY_SHARE * len(part) and sum(len(p) for p in pieces) == len(part)
 
 
 def is_identifier(token: str) -> bool:
-    """True when the token is made of separated parts that are each word-like (see the module doc)."""
+    """True when the token is made of (separated) parts that are each word-like (see the module doc)."""
     parts = [p for p in _SEPARATORS.split(token) if p]
-    if len(parts) < _MIN_PARTS:
-        return False
-    return all(_PART.fullmatch(part) is not None for part in parts)
+    return bool(parts) and all(_PART.fullmatch(part) is not None or _wordy(part) for part in parts)

@@ -28,7 +28,7 @@ from core.contracts.evidence import (
     ToolName,
 )
 from core.evidence.instructions import mark_instructions
-from core.evidence.redaction import REDACTED, Redactor, is_secret_key, redact
+from core.evidence.redaction import REDACTED, Redactor, is_secret_key, paired_secret_keys, redact
 from core.tools.sql.secrets import secret_cells, secret_columns
 
 TRUNCATION_MARKER = "…[truncated]"
@@ -138,12 +138,13 @@ def _knowledge_block(item: dict[str, Any], limits: _Limits, cut: _Cut) -> Knowle
 
 def _short_fields(item: dict[str, Any], redactor: Callable[[str], str] = redact) -> dict[str, Any]:
     fields: dict[str, Any] = {}
+    paired = paired_secret_keys(item)
     for key, value in item.items():
         if len(fields) >= _MAX_FIELDS:
             break
         if key in _LOG_CORE_KEYS or not isinstance(key, str) or len(key) > _MAX_FIELD_KEY_CHARS:
             continue
-        if is_secret_key(key):
+        if key in paired or is_secret_key(key):
             fields[key] = REDACTED
         elif value is None or isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
             fields[key] = value

@@ -224,6 +224,22 @@ def redact_text(text: str, rules: SecretRuleSet) -> str:
     return _apply(data, findings).decode("utf-8", "surrogatepass") if findings else text
 
 
+_PAIR_NAME_KEYS = frozenset({"name", "key", "param", "parameter", "setting", "variable", "var", "env", "field",
+                             "property", "option", "config_key", "setting_name", "parameter_name"})
+_PAIR_VALUE_KEYS = frozenset({"value", "val", "data", "secret", "content", "setting_value", "config_value",
+                              "parameter_value", "string_value", "secure_string"})
+
+
+def paired_secret_keys(mapping: dict[Any, Any]) -> set[str]:
+    """The value fields of a key/value record whose name field names a secret: {"name": "smtp_password", "value": x}
+    (Kubernetes env entries, SSM parameters, config tables as JSON) -> {"value"}."""
+    named = any(isinstance(k, str) and k.lower() in _PAIR_NAME_KEYS and isinstance(v, str) and len(v) <= 200
+                and is_secret_key(v.replace(" ", "_")) for k, v in mapping.items())
+    if not named:
+        return set()
+    return {k for k in mapping if isinstance(k, str) and k.lower() in _PAIR_VALUE_KEYS}
+
+
 def is_secret_key(key: str) -> bool:
     """True when a mapping key or column name names a secret (its value must never be shown)."""
     return len(key) <= 200 and _SECRET_KEY_RE.fullmatch(key) is not None
@@ -259,8 +275,9 @@ class Redactor:
             return self.redact(obj)
         if isinstance(obj, dict):
             out: dict[Any, Any] = {}
+            paired = paired_secret_keys(obj)
             for key, value in obj.items():
-                if isinstance(key, str) and is_secret_key(key) and value not in (None, "", [], {}):
+                if isinstance(key, str) and (key in paired or is_secret_key(key)) and value not in (None, "", [], {}):
                     out[key] = REDACTED
                 else:
                     out[key] = self.redact_value(value)

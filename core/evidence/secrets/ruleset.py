@@ -197,7 +197,7 @@ def _rule(raw: Mapping[str, Any], gitleaks: bool, token_end: str | None, shared:
     if gitleaks and token_end is not None:
         pattern = pattern.replace(_GITLEAKS_TERMINATOR, token_end)
     allowlists = [*shared, *(_allowlist(a) for a in raw.get("allowlists", []))]
-    lead = 0
+    lead = int(raw.get("lead", 0))
     if pattern.startswith(_LAZY_NAME):
         pattern, lead = "(?i)" + pattern[len(_LAZY_NAME) :], _LAZY_NAME_CHARS
     return SecretRule(

@@ -39,8 +39,25 @@ def _tainted_aliases(tree: Any) -> set[str]:
     return tainted
 
 
+def _secret_filter_columns(tree: Any) -> set[str] | None:
+    """When the statement filters on a literal that names a secret (`WHERE name = 'smtp_password'`, `LIKE
+    '%password%'`, `IN (...)`), the lower-case names of the columns compared with it (the key columns, which stay
+    visible); None when no literal names a secret."""
+    keys: set[str] = set()
+    found = False
+    for literal in tree.find_all(exp.Literal):
+        if not literal.is_string or not is_secret_key(literal.this.strip("%_ ").replace(" ", "_")):
+            continue
+        found = True
+        parent = literal.parent.parent if isinstance(literal.parent, exp.Tuple | exp.In) else literal.parent
+        if parent is not None:
+            keys.update(c.name.lower() for c in parent.find_all(exp.Column))
+    return keys if found else None
+
+
 def secret_columns(sql: str | None, columns: Sequence[str]) -> list[bool]:
-    """Per result column: True when its values must be hidden (secret-named, or computed from a secret column)."""
+    """Per result column: True when its values must be hidden (secret-named, computed from a secret column, or any
+    column but the key of a key/value table filtered on a secret's name)."""
     flags = [is_secret_key(str(c)) for c in columns]
     if not sql or len(sql) > _MAX_SQL_CHARS:
         return flags
@@ -48,6 +65,9 @@ def secret_columns(sql: str | None, columns: Sequence[str]) -> list[bool]:
         tree = sqlglot.parse_one(sql, read="mysql")
     except (sqlglot.errors.ParseError, sqlglot.errors.TokenError, ValueError):
         return flags
+    key_columns = _secret_filter_columns(tree)
+    if key_columns is not None:
+        flags = [flag or str(c).lower() not in key_columns for flag, c in zip(flags, columns, strict=True)]
     tainted = _tainted_aliases(tree)
     outer = tree if isinstance(tree, exp.Select) else tree.find(exp.Select)
     selected = outer.expressions if isinstance(outer, exp.Select) else []
