@@ -26,10 +26,8 @@ from bot.outgoing import OutgoingRedaction, RedactingWebClient, install_respond_
 from bot.progress import MIN_INTERVAL_S
 from bot.render.links import SourceLinks
 from bot.render.message import RenderOptions
-from bot.turn_jobs import JobWorker, TurnJobs, WorkerPolicy
-from bot.turns import TurnRunner
+from bot.slack_surface import SlackSurface
 from bot.unhandled import register_unhandled
-from bot.watchdog import TurnTiming
 from core.contracts.run import RunRecord
 from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, FeedbackPort, JobQueue, KeyValueStore
@@ -37,6 +35,10 @@ from core.queue.memory import InMemoryJobQueue
 from core.service.feedback import FeedbackService
 from core.settings import Settings
 from core.stores.memory import InMemoryFeedbackStore
+from core.turns.answers import Answers
+from core.turns.runner import TurnRunner
+from core.turns.timing import TurnTiming
+from core.turns.worker import JobWorker, TurnJobs, WorkerPolicy
 
 SLACK_API_DEFAULT = "https://slack.com/api/"
 # Outgoing Web API calls in flight at once. Slack rate-limits posting (~1 msg/s per channel) anyway; a small pool
@@ -110,9 +112,10 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
     signing_secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     app = AsyncApp(client=client, signing_secret=signing_secret, name="diagbot")
     install_respond_redaction(app, outgoing)
-    runner = TurnRunner(chat, client, progress_interval_s, delivery=delivery, kv=kv,
-                        timing=timing or TurnTiming(run_deadline_s=settings.budgets.deadline_s),
-                        streaming=settings.diag_slack_streaming, render=render_options(settings))
+    timing = timing or TurnTiming.from_settings(settings)
+    surface = SlackSurface(client, progress_interval_s=progress_interval_s, streaming=settings.diag_slack_streaming,
+                           delivery=delivery, render=render_options(settings))
+    runner = TurnRunner(chat, Answers(kv, surface, timing), timing)
     queue = queue or InMemoryJobQueue()
     worker = JobWorker(queue, runner, worker_policy(settings), metrics=metrics) if work else None
     deps = BotDeps(
@@ -144,9 +147,8 @@ class _RunsOf:
 
 
 def worker_policy(settings: Settings) -> WorkerPolicy:
-    """DIAG_WORKER_CONCURRENCY, DIAG_QUEUE_CLAIM_AFTER_S and DIAG_SHUTDOWN_GRACE_S."""
-    return WorkerPolicy(concurrency=settings.diag_worker_concurrency, claim_after_s=settings.diag_queue_claim_after_s,
-                        shutdown_grace_s=settings.diag_shutdown_grace_s)
+    """DIAG_WORKER_CONCURRENCY (the timing, DIAG_QUEUE_CLAIM_AFTER_S and DIAG_SHUTDOWN_GRACE_S, is TurnTiming's)."""
+    return WorkerPolicy(concurrency=settings.diag_worker_concurrency)
 
 
 def render_options(settings: Settings) -> RenderOptions:

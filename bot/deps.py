@@ -9,9 +9,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.access import RunAccess
 from bot.dedup import Deduplicator
 from bot.render.message import RenderOptions
-from bot.turn_jobs import TurnJobs
-from bot.turns import TurnRunner
 from core.ports import ChatServicePort, FeedbackPort
+from core.turns.runner import TurnRunner
+from core.turns.worker import TurnJobs
 
 
 @dataclass

@@ -19,7 +19,6 @@ from slack_sdk.errors import SlackApiError
 from bot.app import SlackBot, build_bot
 from bot.health import Readiness, add_health_routes, start_health_server
 from bot.metering import ack_timer, add_metrics_route
-from bot.recovery import TurnRecovery
 from bot.request_guard import request_guard
 from bot.slack_errors import error_code
 from core.health.catalog import readiness_checks
@@ -30,6 +29,7 @@ from core.queue.memory import InMemoryJobQueue
 from core.queue.redis_streams import RedisJobQueue
 from core.runtime import tune_gc
 from core.settings import Settings
+from core.turns.recovery import TurnRecovery
 
 log = logging.getLogger(__name__)
 
@@ -188,8 +188,9 @@ async def working_bot(settings: Settings, services: ServingServices | None = Non
                     queue=queue_for(services, metrics))
     tune_gc()
     bot.start()
-    recovery = TurnRecovery(services.chat_service, bot.deps.jobs.queue, services.kv, bot.deps.client,
-                            render=bot.deps.render)
+    timing = bot.deps.runner.timing
+    recovery = TurnRecovery(services.chat_service, bot.deps.jobs.queue, bot.deps.runner.answers,
+                            interval_s=timing.recovery_interval_s, min_age_s=timing.stale_run_age_s)
     recovery.start()
     try:
         yield WorkingBot(bot, services, metrics)

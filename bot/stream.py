@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from typing import Any, Protocol
+from typing import Any
 
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -22,6 +22,7 @@ from bot.render.progress import PLACEHOLDER, ProgressState, TaskStatus
 from bot.slack_errors import error_code
 from bot.slack_retry import without_retries
 from core.contracts.progress import ProgressUpdate
+from core.turns.surface import TurnProgress
 
 log = logging.getLogger(__name__)
 
@@ -29,21 +30,6 @@ STREAM_INTERVAL_S = 0.5
 # Answers after which the stream cannot be written to again: the rest of the turn streams nothing more.
 STREAM_GONE = frozenset({"message_not_in_streaming_state", "stopped_by_user", "streaming_state_conflict",
                          "message_not_found", "channel_not_found", "not_in_channel"})
-
-
-class TurnProgress(Protocol):
-    """What a turn needs from its progress message (SlackProgress or StreamProgress)."""
-
-    run_id: str | None
-
-    @property
-    def ts(self) -> str | None: ...
-
-    async def start(self) -> None: ...
-
-    async def update(self, run_id: str, update: ProgressUpdate) -> None: ...
-
-    async def close(self) -> None: ...
 
 
 class StreamProgress:

@@ -20,7 +20,7 @@ def turn_job_id(channel: str, message_ts: str) -> str:
 
 class TurnJob(BaseModel):
     """One user message to answer. The same job may run more than once (a dead worker, a deploy); it is answered
-    once (bot/final_once.py)."""
+    once (core/turns/answers.py)."""
 
     job_id: str
     session: SessionKey

@@ -14,9 +14,9 @@ from pydantic import SecretStr
 from bot.app import SlackBot, build_bot
 from bot.delivery import DeliveryPolicy
 from bot.serve import build_web_app
-from bot.watchdog import TurnTiming
 from core.settings import Settings
 from core.stores.kv import RedisKV
+from core.turns.timing import TurnTiming
 from tests.bot.fake_chat import FakeChat
 from tests.bot.slack_requests import SECRET, SlackSender
 from tests.fakes.slack_server import FakeSlack

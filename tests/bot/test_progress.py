@@ -10,12 +10,20 @@ import pytest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.progress import SlackProgress
-from bot.turns import TurnRunner
+from bot.slack_surface import SlackSurface
 from core.contracts.evidence import EvidenceStatus
 from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.run import SessionKey
+from core.stores.kv import InMemoryKV
+from core.turns.answers import Answers
+from core.turns.runner import TurnRunner
 from tests.bot.fake_chat import FakeChat
 from tests.fakes.slack_server import FakeSlack
+
+
+def runner_for(chat: FakeChat, client: AsyncWebClient, progress_interval_s: float) -> TurnRunner:
+    """The turn runner over the Slack surface (in-process answer records)."""
+    return TurnRunner(chat, Answers(InMemoryKV(), SlackSurface(client, progress_interval_s=progress_interval_s)))
 
 ROUTING = ProgressUpdate(stage=ProgressStage.ROUTING)
 PLANNING = ProgressUpdate(stage=ProgressStage.PLANNING, step=1, tool_calls=0)
@@ -134,7 +142,7 @@ async def test_turn_delivers_final_message_when_a_progress_edit_dies(fake_slack:
     """End of a turn: a progress edit lost to the network does not cost the user the final report."""
     client = _BrokenNetworkClient(fake_slack)
     chat = FakeChat(delay_s=0.3)
-    runner = TurnRunner(chat, client, progress_interval_s=0.0)
+    runner = runner_for(chat, client, progress_interval_s=0.0)
     task = runner.start(SessionKey(team="T1", channel="C1", thread_ts="1.0"), "why?", "U1", "1.0")
     await asyncio.wait_for(client.in_flight.wait(), 5)
     await asyncio.wait_for(chat.finished.wait(), 5)  # the run has returned: the turn's close() waits for the edit
@@ -149,7 +157,7 @@ async def test_turn_delivers_final_message_when_a_progress_edit_dies(fake_slack:
 async def test_cancelled_turn_stops_progress_edits(fake_slack: FakeSlack, client: AsyncWebClient) -> None:
     """A turn cancelled at shutdown stops its progress task too (no edits from an orphaned task afterwards)."""
     chat = FakeChat(delay_s=30)
-    runner = TurnRunner(chat, client, progress_interval_s=0.05)
+    runner = runner_for(chat, client, progress_interval_s=0.05)
     runner.start(SessionKey(team="T1", channel="C1", thread_ts="2.0"), "why?", "U1", "2.0")
     await asyncio.wait_for(chat.started.wait(), 5)
     await runner.aclose(timeout_s=0.0)
@@ -166,7 +174,7 @@ async def test_turn_cancelled_at_shutdown_replaces_placeholder_with_a_final_note
     """Shutdown cancels a run still going after the grace period: the thread is told (with the run metadata) instead
     of keeping "Looking into it…" forever."""
     chat = FakeChat(delay_s=30)
-    runner = TurnRunner(chat, client, progress_interval_s=0.05)
+    runner = runner_for(chat, client, progress_interval_s=0.05)
     runner.start(SessionKey(team="T1", channel="C1", thread_ts="3.0"), "why?", "U1", "3.0")
     await asyncio.wait_for(chat.started.wait(), 5)
     await asyncio.wait_for(runner.aclose(timeout_s=0.0), 10)

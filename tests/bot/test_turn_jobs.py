@@ -14,8 +14,6 @@ import redis.asyncio as aioredis
 from pydantic import SecretStr
 
 from bot.app import SlackBot, build_bot
-from bot.final_once import CLAIM_TTL_S, answer_key, keep_placeholder
-from bot.recovery import TurnRecovery
 from core.contracts.release import ReleaseOutcome
 from core.contracts.run import RunRecord, SessionKey, Turn
 from core.ports import ProgressSink
@@ -23,6 +21,8 @@ from core.queue.job import Enqueued, TurnJob
 from core.queue.redis_streams import RedisJobQueue
 from core.settings import Settings
 from core.stores.kv import InMemoryKV, RedisKV
+from core.turns.answers import answer_key
+from core.turns.recovery import TurnRecovery
 from tests.bot.conftest import FAST_DELIVERY
 from tests.bot.fake_chat import FakeChat
 from tests.fakes.slack_server import FakeSlack
@@ -109,7 +109,7 @@ async def test_at_shutdown_unfinished_runs_are_handed_back_and_answered_once_in_
     replicas.b.deps.jobs.worker = None
     restarted = build_bot(Settings(diag_slack_streaming=False, slack_bot_token=SecretStr("xoxb-test"),
                                    slack_api_url=replicas.slack.api_url),
-                          replicas.chat_b, replicas.b.deps.runner.kv, progress_interval_s=0.05, delivery=FAST_DELIVERY,
+                          replicas.chat_b, replicas.b.deps.runner.answers.kv, progress_interval_s=0.05, delivery=FAST_DELIVERY,
                           queue=replicas.a.deps.jobs.queue)
     await replicas.a.deps.jobs.worker.aclose(0.1)  # type: ignore[union-attr]  # SIGTERM: grace 0.1 s < the run
     replicas.chat_b.delay_s = 0.1
@@ -168,8 +168,8 @@ async def test_recovery_finishes_a_run_left_running_by_a_dead_process_once(repli
     stale = RunRecord(run_id="run_dead", session_key="T1:C1:70.0", team="T1", channel="C1", user="U1", query="why?",
                       started_at=datetime(2026, 1, 1, tzinfo=UTC))
     replicas.chat_a.stale = replicas.chat_b.stale = [stale]
-    recoveries = [TurnRecovery(bot.deps.chat, bot.deps.jobs.queue, bot.deps.runner.kv, bot.deps.client,
-                               delivery=FAST_DELIVERY) for bot in (replicas.a, replicas.b)]
+    recoveries = [TurnRecovery(bot.deps.chat, bot.deps.jobs.queue, bot.deps.runner.answers, interval_s=60,
+                               min_age_s=90) for bot in (replicas.a, replicas.b)]
     assert sum(await asyncio.gather(*(r.run_once() for r in recoveries))) >= 1
     [final] = replicas.finals("70.0")
     assert final["metadata"]["event_payload"]["outcome"] == "FAILURE"
@@ -227,7 +227,7 @@ def job_for(ts: str) -> TurnJob:
 
 async def test_a_turn_whose_worker_died_after_claiming_its_answer_record_is_still_answered(
         replicas: Replicas, redis_client: aioredis.Redis, key_prefix: str) -> None:
-    """kill -9 between post_final_once's claim and Slack receiving the final: the placeholder must not stay."""
+    """kill -9 between the answer record's claim and Slack receiving the final: the placeholder must not stay."""
     await replicas.a.deps.jobs.worker.aclose(0)  # type: ignore[union-attr]
     await replicas.b.deps.jobs.worker.aclose(0)  # type: ignore[union-attr]
     queue = RedisJobQueue(redis_client, key_prefix)
@@ -237,8 +237,9 @@ async def test_a_turn_whose_worker_died_after_claiming_its_answer_record_is_stil
     [claim] = await queue.take("died", 1, 0.1)
     await queue.begin(claim.job, job.run_id)  # the first attempt ran ...
     placeholder = await replicas.a.deps.client.chat_postMessage(channel="C1", thread_ts="95.0", text="Working…")
-    await keep_placeholder(kv, job.job_id, str(placeholder["ts"]))
-    assert await kv.set_if_absent(answer_key(job.job_id), f"claim:{job.run_id}", CLAIM_TTL_S)  # ... and died here
+    await replicas.a.deps.runner.answers.keep_placeholder(job.job_id, str(placeholder["ts"]))
+    claim_ttl_s = replicas.a.deps.runner.timing.answer_claim_ttl_s
+    assert await kv.set_if_absent(answer_key(job.job_id), f"claim:{job.run_id}", claim_ttl_s)  # ... and died here
     restarted = build_bot(Settings(diag_slack_streaming=False, slack_bot_token=SecretStr("xoxb-test"),
                                    slack_api_url=replicas.slack.api_url, diag_queue_claim_after_s=0.2),
                           replicas.chat_b, kv, progress_interval_s=0.05, delivery=FAST_DELIVERY, queue=queue)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.watchdog import TurnTiming
+from core.turns.timing import TurnTiming
 from tests.bot.conftest import Harness
 from tests.bot.slack_requests import mention
 from tests.fakes import slack_faults as faults

@@ -120,11 +120,12 @@ class Cluster:
     http: aiohttp.ClientSession
     env_extra: dict[str, str] = field(default_factory=dict)
     replicas: list[Replica] = field(default_factory=list)
+    redis_url: str = REDIS_URL
 
     def env(self, port: int, **extra: str) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("DIAG_", "SLACK_", "OPENAI_"))}
         env.update({
-            "PYTHONPATH": str(REPO), "REDIS_URL": REDIS_URL, "DIAG_REDIS_PREFIX": self.redis_prefix,
+            "PYTHONPATH": str(REPO), "REDIS_URL": self.redis_url, "DIAG_REDIS_PREFIX": self.redis_prefix,
             "DATABASE_URL": self.database_url,
             "SLACK_BOT_TOKEN": "xoxb-cluster", "SLACK_SIGNING_SECRET": SECRET, "SLACK_API_URL": self.slack.api_url,
             "OPENAI_BASE_URL": self.model.base_url, "OPENAI_API_KEY": "sk-local", "DIAG_MODEL": "fake-model",
@@ -183,18 +184,20 @@ class Cluster:
 
 
 @contextlib.asynccontextmanager
-async def cluster(workdir: Path, database_url: str, **env_extra: str) -> AsyncIterator[Cluster]:
+async def cluster(workdir: Path, database_url: str, redis_url: str = REDIS_URL,
+                  **env_extra: str) -> AsyncIterator[Cluster]:
     """Fakes started; the processes' Redis keys under a prefix of their own (removed at the end); every process
     killed at the end."""
     prefix = f"cluster:{uuid.uuid4().hex[:10]}:"
-    redis = aioredis.from_url(REDIS_URL)
+    redis = aioredis.from_url(redis_url)
     slack = await FakeSlack(members={"C1": ["U1", "U2"]}).start()
     model = FakeOpenAIServer()
     chat_model = ChatModel(model)
     model.push(chat_model.entry)
     await model.start()
     async with aiohttp.ClientSession() as http:
-        c = Cluster(slack, model, chat_model, redis, database_url, prefix, workdir, http, dict(env_extra))
+        c = Cluster(slack, model, chat_model, redis, database_url, prefix, workdir, http, dict(env_extra),
+                    redis_url=redis_url)
         try:
             yield c
         finally:

@@ -1,7 +1,8 @@
 """A local fake of the Slack Web API (aiohttp): records every call, answers like Slack, injects faults.
 
 Answers auth.test, chat.postMessage (returns a ts), chat.update, chat.delete, chat.postEphemeral,
-conversations.members (configurable, paginated), reactions.add, the streaming methods and assistant.threads.*
+conversations.members (configurable, paginated), conversations.replies (a thread read back), reactions.add, the
+streaming methods and assistant.threads.*
 (slack_ai.py), and a response_url endpoint for Bolt's `respond()`. It is also a Socket Mode server:
 apps.connections.open hands out `ws://.../link`, where it says `hello`, pushes the envelopes a test queues with
 `push()` and records the client's acks (`wait_for_ack()`). It validates Block Kit limits the way Slack does
@@ -363,6 +364,34 @@ class FakeSlack(AiSurface):
 
     def _m_reactions_add(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True}
+
+    def _m_conversations_replies(self, params: dict[str, Any]) -> dict[str, Any]:
+        """conversations.replies as documented: the thread holding `ts` (its parent first, then replies, oldest
+        first), filtered by `oldest`/`latest` (`inclusive`), paginated by `limit`/`cursor`; metadata only with
+        `include_all_metadata`; thread_not_found for a ts the channel does not have."""
+        channel, ts = params.get("channel", ""), str(params.get("ts", ""))
+        known = self.messages.get((channel, ts))
+        root = str((known or {}).get("thread_ts") or ts)
+        thread = sorted((mts, m) for (ch, mts), m in self.messages.items()
+                        if ch == channel and (mts == root or m.get("thread_ts") == root))
+        if known is None and not thread:
+            return {"ok": False, "error": "thread_not_found"}
+        inclusive = str(params.get("inclusive", "")).lower() in {"1", "true"}
+        oldest, latest = params.get("oldest"), params.get("latest")
+
+        def within(mts: str) -> bool:
+            low = oldest is None or float(mts) > float(oldest) or (inclusive and float(mts) == float(oldest))
+            high = latest is None or float(mts) < float(latest) or (inclusive and float(mts) == float(latest))
+            return low and high
+
+        with_metadata = str(params.get("include_all_metadata", "")).lower() in {"1", "true"}
+        found = [{"type": "message", "ts": mts, "text": m.get("text", ""), "thread_ts": root, "bot_id": BOT_ID,
+                  **({"metadata": m["metadata"]} if with_metadata and m.get("metadata") else {})}
+                 for mts, m in thread if within(mts)]
+        start, limit = int(params.get("cursor") or 0), int(params.get("limit") or 1000)
+        page, more = found[start : start + limit], start + limit < len(found)
+        return {"ok": True, "messages": page, "has_more": more,
+                "response_metadata": {"next_cursor": str(start + limit) if more else ""}}
 
     def _m_conversations_members(self, params: dict[str, Any]) -> dict[str, Any]:
         channel = params.get("channel", "")

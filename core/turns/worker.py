@@ -1,12 +1,22 @@
 """Turns as jobs: the listeners submit them (`TurnJobs`), workers run them (`JobWorker`), in any process.
 
-A user message becomes a `TurnJob` whose id is the message's identity (`<channel>:<ts>`): a Slack retry or a
-double delivery finds it queued already. A worker takes jobs while it has fewer than DIAG_WORKER_CONCURRENCY runs,
-heartbeats every job it holds, and takes over jobs whose worker stopped heartbeating (kill -9, OOM, a lost host)
-for `claim_after_s` — those re-run from the start under a new run id linked to the first, in the same placeholder.
-Turns of one thread run one at a time in arrival order whichever worker holds them (the queue's thread order, then
-the session lock). At shutdown a worker stops taking jobs, lets its runs finish within the grace period and hands
-the rest back to the queue for another worker; its answers go out once whatever happens (bot/final_once.py).
+A message becomes a `TurnJob` whose id is the message's identity (`<channel>:<ts>`). A worker takes jobs while it
+has fewer than DIAG_WORKER_CONCURRENCY runs, heartbeats every job it holds, and takes over jobs whose worker stopped
+heartbeating (kill -9, OOM, a lost host) for `claim_after_s` — those re-run from the start under a new run id linked
+to the first, in the same placeholder. At shutdown a worker stops taking jobs, lets its runs finish within the grace
+period and hands the rest back to the queue for another worker.
+
+Each duty is done once, here or in one named place:
+
+- duplicate messages: the queue's job id (enqueue is set-if-absent on it). Slack's event-id dedup in bot/ stays
+  ahead of it only to skip the work of decoding and routing a retry; a turn's answer record (answers.py) stays
+  because one job can be *run* twice (a take-over while the first worker was only slow), which no enqueue check
+  can see.
+- a thread's turns one at a time: the queue's thread order (`next_in_thread`), across processes. The core's
+  session gate (core/service/sessions.py) stays for the turns that bypass the queue (the queue is down: run in
+  this process) and as the cancel registry; queued turns reach it already in order, so it is uncontended for them.
+- "a turn did not finish": a run that hangs → the watchdog (runner); a worker that died → the queue's take-over
+  here (re-run, or FAILURE after MAX_DELIVERIES); a run whose job is gone (no durable queue) → recovery.py.
 """
 
 from __future__ import annotations
@@ -14,27 +24,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import socket
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from bot.final_once import answered
-from bot.render.message import busy_message, gave_up_message, unprocessable_message
-from bot.turns import MAX_TURN_TEXT, Attempt, Ready, TurnRunner
 from core.contracts.run import SessionKey
 from core.errors import StoreUnavailable
 from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, JobQueue
-from core.queue.job import Claim, Enqueued, TurnJob, turn_job_id
+from core.queue.job import Claim, Enqueued
 from core.service.chat_service import new_run_id
+from core.turns.runner import Attempt, TurnRunner, new_job, target_of
+from core.turns.surface import Final, FinalKind
 
 log = logging.getLogger(__name__)
 
-TAKE_BLOCK_S = 1.0
-ORDER_POLL_S = 0.1
-STORE_RETRY_S = 1.0
 FORGET_CONSUMERS_AFTER_S = 3600.0
 MAX_DELIVERIES = 3  # a job whose process stopped on this many tries is answered with a FAILURE, not tried again
 WAITERS_PER_RUN = 4  # jobs held waiting for their thread, per run slot (beyond it the worker stops taking)
@@ -48,7 +55,7 @@ def consumer_name() -> str:
 
 
 class TurnJobs:
-    """What the listeners call: submit a user message as a job; cancel a thread's turns wherever they are."""
+    """What the listeners call: submit a message as a job; cancel a thread's turns wherever they are."""
 
     def __init__(self, queue: JobQueue, runner: TurnRunner, chat: ChatServicePort, *, max_jobs: int,
                  metrics: Metrics | None = None, worker: JobWorker | None = None) -> None:
@@ -72,8 +79,7 @@ class TurnJobs:
         the turn in this process instead (not durable, but answered)."""
         if self.worker is not None:
             self.worker.start()
-        job = TurnJob(job_id=turn_job_id(session.channel, message_ts), session=session, text=text[:MAX_TURN_TEXT],
-                      user=user, message_ts=message_ts, run_id=new_run_id())
+        job = new_job(session, text, user, message_ts)
         try:
             result = await self._queue.enqueue(job, self._max_jobs)
         except StoreUnavailable as exc:
@@ -84,9 +90,8 @@ class TurnJobs:
         self._metrics.queue_job(result.value)
         if result is Enqueued.FULL:
             log.warning("turn queue full (%d jobs); turn %s answered busy", self._max_jobs, job.job_id)
-            self._runner.spawn(self._runner.post_final(job, f"busy:{job.run_id}", busy_message(self._max_jobs,
-                                                                                               job.run_id)),
-                               name=f"busy:{job.job_id}")
+            busy = Final(FinalKind.BUSY, job.run_id, count=self._max_jobs)
+            self._runner.spawn(self._runner.post_final(job, f"busy:{job.run_id}", busy), name=f"busy:{job.job_id}")
         return result
 
     async def cancel_session(self, session_key: str) -> bool:
@@ -111,28 +116,31 @@ class TurnJobs:
             return False
 
 
+@dataclass(frozen=True)
+class WorkerPolicy:
+    """How many runs a worker takes at once (its timing is the runner's TurnTiming)."""
+
+    concurrency: int = 16
+
+
 @dataclass
 class _Held:
+    """One delivery this worker holds; the queue's hooks around its attempt (JobHooks)."""
+
+    worker: JobWorker
     claim: Claim
     task: asyncio.Task[None] | None = None
     attempt: Attempt | None = None
+    run_id: str = ""
     running: bool = False  # past the thread-order wait: counts against the concurrency
     handed_back: bool = False
+    finished: bool = field(default=False)
 
+    async def ready(self) -> tuple[bool, str | None]:
+        return await self.worker.ready(self)
 
-@dataclass(frozen=True)
-class WorkerPolicy:
-    """How a worker takes, holds and gives back jobs."""
-
-    concurrency: int = 16
-    claim_after_s: float = 30.0
-    """A delivery not heartbeated for this long belongs to a dead worker and is taken over."""
-    shutdown_grace_s: float = 30.0
-
-    @property
-    def heartbeat_s(self) -> float:
-        """How often held jobs are heartbeated (and dead workers' jobs looked for)."""
-        return max(0.05, min(5.0, self.claim_after_s / 4))
+    async def taken_over(self) -> None:
+        await self.worker.finish(self)
 
 
 class JobWorker:
@@ -142,14 +150,17 @@ class JobWorker:
                  consumer: str | None = None, metrics: Metrics | None = None) -> None:
         self._queue = queue
         self._runner = runner
+        self._timing = runner.timing
         self._policy = policy
         self.consumer = consumer or consumer_name()
         self._metrics = metrics or Metrics()
         self._held: dict[str, _Held] = {}
+        self._unfinished: dict[str, Claim] = {}  # answered, but the queue could not be told (the store was down)
         self._slot_freed = asyncio.Event()
         self._stopping = False
         self._tasks: list[asyncio.Task[None]] = []
         self._last_forget = 0.0
+        self._reclaim_from = 0.0  # no take-overs before this (monotonic): set after a store outage
 
     @property
     def in_flight(self) -> int:
@@ -177,13 +188,13 @@ class JobWorker:
             if free <= 0:
                 self._slot_freed.clear()
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._slot_freed.wait(), TAKE_BLOCK_S)
+                    await asyncio.wait_for(self._slot_freed.wait(), self._timing.take_block_s)
                 continue
             try:
-                claims = await self._queue.take(self.consumer, free, TAKE_BLOCK_S)
+                claims = await self._queue.take(self.consumer, free, self._timing.take_block_s)
             except StoreUnavailable as exc:
                 log.warning("taking turn jobs failed: %s; retrying", exc)
-                await asyncio.sleep(STORE_RETRY_S)
+                await asyncio.sleep(self._timing.store_retry_s)
                 continue
             for claim in claims:
                 self._launch(claim)
@@ -191,24 +202,30 @@ class JobWorker:
     def _launch(self, claim: Claim) -> None:
         if claim.entry in self._held:
             return
-        held = self._held[claim.entry] = _Held(claim)
+        held = self._held[claim.entry] = _Held(self, claim)
         held.task = asyncio.create_task(self._work(held), name=f"job:{claim.job.job_id}")
 
     async def _keep_loop(self) -> None:
-        """Heartbeat held jobs, take over dead workers' jobs, publish the queue's depth."""
+        """Heartbeat held jobs, take over dead workers' ones, finish what an outage left, publish the depth."""
         while True:
-            await asyncio.sleep(self._policy.heartbeat_s)
+            await asyncio.sleep(self._timing.heartbeat_s)
             try:
                 await self._keep()
             except StoreUnavailable as exc:  # the next tick tries again; held jobs keep running
                 log.warning("turn queue upkeep failed: %s", exc)
+                # Nobody could heartbeat meanwhile, so once the store is back every job looks idle: take over
+                # only after one claim_after_s of working store, in which every live worker has beaten again.
+                self._reclaim_from = math.inf
 
     async def _keep(self) -> None:
+        await self._catch_up()
         claims = [held.claim for held in self._held.values() if not held.handed_back]
         for lost in await self._queue.heartbeat(self.consumer, claims):
             log.warning("turn %s was taken over by another worker while this one ran it", lost.job.job_id)
-        if not self._stopping and (free := self._free()) > 0:
-            for claim in await self._queue.reclaim(self.consumer, self._policy.claim_after_s, free):
+        if self._reclaim_from == math.inf:
+            self._reclaim_from = time.monotonic() + self._timing.claim_after_s
+        if not self._stopping and time.monotonic() >= self._reclaim_from and (free := self._free()) > 0:
+            for claim in await self._queue.reclaim(self.consumer, self._timing.claim_after_s, free):
                 log.warning("taking over turn %s from a worker that stopped", claim.job.job_id)
                 self._metrics.queue_job("reclaimed")
                 self._launch(claim)
@@ -218,6 +235,14 @@ class JobWorker:
             self._last_forget = time.monotonic()
             await self._queue.forget_consumers(FORGET_CONSUMERS_AFTER_S)
 
+    async def _catch_up(self) -> None:
+        """After an outage: write the answer records and finish the jobs of turns answered meanwhile."""
+        await self._runner.answers.flush()
+        for entry, claim in list(self._unfinished.items()):
+            await self._queue.finish(claim)  # raises while the store is still down: the next tick tries again
+            del self._unfinished[entry]
+            self._metrics.queue_job("finished")
+
     async def _work(self, held: _Held) -> None:
         claim = held.claim
         job = claim.job
@@ -225,26 +250,35 @@ class JobWorker:
             if claim.poison is not None:
                 await self._refuse_poison(held)
                 return
-            if claim.redelivered and await answered(self._runner.kv, job.job_id):
-                await self._finish(held)  # its earlier worker answered, then died before finishing the job
+            if claim.redelivered and await self._answered(held):
+                await self.finish(held)  # an earlier worker answered, then died (or lost the store) before finishing
                 return
             if claim.deliveries > MAX_DELIVERIES:
                 await self._give_up(held)
                 return
-            run_id = new_run_id() if claim.redelivered else job.run_id
-            held.attempt = Attempt(job=job, run_id=run_id, ready=lambda: self._ready(held, run_id),
-                                   adopt_placeholder=claim.redelivered, on_taken_over=lambda: self._finish(held))
+            held.run_id = new_run_id() if claim.redelivered else job.run_id
+            held.attempt = Attempt(job=job, run_id=held.run_id, hooks=held, adopt_placeholder=claim.redelivered)
             await self._runner.run(held.attempt)
         except asyncio.CancelledError:
             if not held.handed_back and not self._queue.durable:
-                await asyncio.shield(self._finish(held))  # nothing survives this process anyway
+                await asyncio.shield(self.finish(held))  # nothing survives this process anyway
             raise
         except Exception:  # the runner answers every turn itself; this is the queue's own bookkeeping failing
             log.exception("turn job %s failed", job.job_id)
         else:
-            await self._finish(held)
+            await self.finish(held)
         finally:
             self._release(held)
+
+    async def _answered(self, held: _Held) -> bool:
+        """A redelivered job: answered already (by its record, or — the record lost to an outage — in its thread
+        by one of its runs)?"""
+        job = held.claim.job
+        runs = {job.run_id}
+        with contextlib.suppress(StoreUnavailable):
+            if current := await self._queue.current_run(job.job_id):
+                runs.add(current)
+        return await self._runner.answers.answered_anywhere(job.job_id, target_of(job), job.message_ts, runs)
 
     async def _give_up(self, held: _Held) -> None:
         """Every earlier try died with its process: say so in the thread, once, and finish the job."""
@@ -253,8 +287,9 @@ class JobWorker:
                   job.job_id, tries)
         self._metrics.queue_job("gave_up")
         run_id = await self._queue.current_run(job.job_id) or job.run_id
-        await self._runner.post_final(job, f"gave-up:{held.claim.entry}", gave_up_message(run_id, tries))
-        await self._finish(held)
+        await self._runner.post_final(job, f"gave-up:{held.claim.entry}", Final(FinalKind.GAVE_UP, run_id,
+                                                                                 count=tries))
+        await self.finish(held)
 
     async def _refuse_poison(self, held: _Held) -> None:
         """An entry that is not a turn job but names its thread: one plain final there, then out of the queue."""
@@ -262,28 +297,31 @@ class JobWorker:
         assert claim.poison is not None
         log.error("queue entry %s for turn %s is not a turn job (%s); answered 'could not be processed'",
                   claim.entry, claim.job.job_id, claim.poison.reason)
-        await self._runner.post_final(claim.job, f"poison:{claim.entry}", unprocessable_message(claim.job.run_id))
-        await self._finish(held)
+        await self._runner.post_final(claim.job, f"poison:{claim.entry}", Final(FinalKind.UNPROCESSABLE,
+                                                                                 claim.job.run_id))
+        await self.finish(held)
 
-    async def _ready(self, held: _Held, run_id: str) -> Ready:
+    async def ready(self, held: _Held) -> tuple[bool, str | None]:
         """Wait until the job is first of its thread, then record the attempt; no go when cancelled meanwhile."""
         job = held.claim.job
         while not await self._queue.next_in_thread(job):  # noqa: ASYNC110 - the thread may be in another process
-            await asyncio.sleep(ORDER_POLL_S)
+            await asyncio.sleep(self._timing.order_poll_s)
         if await self._queue.is_cancelled(job.job_id):
-            return Ready(go=False)
+            return False, None
         held.running = True
-        previous = await self._queue.begin(job, run_id)
-        return Ready(go=True, restart_of=previous)
+        return True, await self._queue.begin(job, held.run_id)
 
-    async def _finish(self, held: _Held) -> None:
-        if held.handed_back:
+    async def finish(self, held: _Held) -> None:
+        """The job is answered: remove it from the queue (once the store answers: see _catch_up)."""
+        if held.handed_back or held.finished:
             return
+        held.finished = True
         try:
             await self._queue.finish(held.claim)
             self._metrics.queue_job("finished")
-        except StoreUnavailable as exc:  # left pending: another worker finds it answered and finishes it
-            log.warning("turn job %s not marked finished: %s", held.claim.job.job_id, exc)
+        except StoreUnavailable as exc:  # finished by _catch_up once the store is back (or found answered)
+            log.warning("turn job %s not marked finished yet: %s", held.claim.job.job_id, exc)
+            self._unfinished[held.claim.entry] = held.claim
         finally:
             self._release(held)
 
@@ -295,7 +333,7 @@ class JobWorker:
     async def aclose(self, grace_s: float | None = None) -> None:
         """Stop taking jobs; let runs finish within the grace period; hand the rest back (or, without a durable
         queue, cancel them: their threads are told)."""
-        grace_s = self._policy.shutdown_grace_s if grace_s is None else grace_s
+        grace_s = self._timing.shutdown_grace_s if grace_s is None else grace_s
         self._stopping = True
         take = self._tasks[0] if self._tasks else None
         if take is not None:
@@ -306,6 +344,8 @@ class JobWorker:
             await asyncio.wait(running, timeout=grace_s)
         for held in list(self._held.values()):
             await self._give_back(held)
+        with contextlib.suppress(StoreUnavailable):
+            await self._catch_up()
         for task in self._tasks:
             task.cancel()
         if self._tasks:

@@ -1,12 +1,13 @@
-"""The recovery job (APScheduler): no placeholder stays "working…" after its process died.
+"""The recovery job (APScheduler): no placeholder stays "working…" after its process died and nobody re-runs it.
 
-Every `interval_s` it asks the core for runs still recorded RUNNING whose heartbeat stopped (`stale_runs`). For each:
+Every `recovery_interval_s` it asks the core for runs still recorded RUNNING whose heartbeat stopped (`stale_runs`,
+older than `stale_run_age_s`). For each:
 
-- its turn is still a job in the queue with a newer attempt (or one that will be taken over): leave it — the re-run
+- its turn is still a job in the queue (a worker re-runs it or takes it over by idle time): leave it — the re-run
   answers the thread and records the old run as superseded;
 - otherwise (the job is finished, unknown, or the process had no durable queue) the run is finished FAILED through
-  `ChatService.abandon` and its thread gets that FAILURE, through the per-turn answer record (never a second final
-  message: a turn already answered gets nothing, and several replicas recovering at once post once).
+  `ChatService.abandon` and its thread gets that FAILURE through the answer record (a turn already answered gets
+  nothing, and several replicas recovering at once post once).
 """
 
 from __future__ import annotations
@@ -17,20 +18,15 @@ from datetime import UTC, datetime, timedelta
 
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.interval import IntervalTrigger
-from slack_sdk.web.async_client import AsyncWebClient
 
-from bot.delivery import DeliveryPolicy
-from bot.final_once import answered, placeholder_key, post_final_once
-from bot.render.message import RenderOptions, render_outcome
 from core.contracts.release import FailureCause
 from core.contracts.run import RunRecord
-from core.ports import ChatServicePort, JobQueue, KeyValueStore
+from core.ports import ChatServicePort, JobQueue
+from core.turns.answers import Answers
+from core.turns.surface import Final, FinalKind, Target
 
 log = logging.getLogger(__name__)
 
-INTERVAL_S = 60.0
-# A run is only looked at once it is this old and its heartbeat (renewed every few seconds) has been missing.
-MIN_AGE_S = 90.0
 POST_BUDGET_S = 30.0
 JOB_ID = "turn-recovery"
 
@@ -43,15 +39,11 @@ def thread_of(run: RunRecord) -> str:
 class TurnRecovery:
     """Finishes runs whose process died and whose turn nobody re-runs, with a FAILURE in their thread."""
 
-    def __init__(self, chat: ChatServicePort, queue: JobQueue, kv: KeyValueStore, client: AsyncWebClient, *,
-                 render: RenderOptions = RenderOptions(), delivery: DeliveryPolicy = DeliveryPolicy(),
-                 interval_s: float = INTERVAL_S, min_age_s: float = MIN_AGE_S) -> None:
+    def __init__(self, chat: ChatServicePort, queue: JobQueue, answers: Answers, *, interval_s: float,
+                 min_age_s: float) -> None:
         self._chat = chat
         self._queue = queue
-        self._kv = kv
-        self._client = client
-        self._render = render
-        self._delivery = delivery
+        self._answers = answers
         self._interval_s = interval_s
         self._min_age_s = min_age_s
         self._scheduler = AsyncIOScheduler(timezone=UTC)
@@ -91,11 +83,10 @@ class TurnRecovery:
         outcome = await self._chat.abandon(run.session_key, run.run_id, FailureCause.WORKER_STOPPED)
         log.warning("recovery: run %s was left running by a process that stopped; finished FAILED", run.run_id)
         key = job_id or f"run:{run.run_id}"
-        if await answered(self._kv, key):
+        if await self._answers.answered(key):
             return 1
-        placeholder = await self._kv.get(placeholder_key(key))
-        await post_final_once(self._client, self._kv, key, f"recovery:{run.run_id}", run.channel, thread_of(run),
-                              placeholder, render_outcome(outcome, None, self._render), policy=self._delivery,
-                              until=time.monotonic() + POST_BUDGET_S,
-                              wait_s=0)
+        placeholder = await self._answers.placeholder(key)
+        await self._answers.post(key, f"recovery:{run.run_id}", Target(run.channel, thread_of(run)), placeholder,
+                                 Final(FinalKind.OUTCOME, run.run_id, outcome=outcome),
+                                 until=time.monotonic() + POST_BUDGET_S, wait_s=0)
         return 1
