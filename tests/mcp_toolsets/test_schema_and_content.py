@@ -181,3 +181,47 @@ def test_bounded_cuts_with_the_marker() -> None:
     assert cut
     assert kept[0]["text"].endswith(CUT_MARKER)
     assert json_size(kept) <= 1024 + 64
+
+
+leaf_schemas = st.one_of(
+    st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "number", "boolean", "null"])},
+                          optional={"description": st.text(max_size=40), "default": st.integers(),
+                                    "minimum": st.integers(), "maxLength": st.integers(0, 50),
+                                    "format": st.sampled_from(["date-time", "uri", "email"]),
+                                    "title": st.text(max_size=10), "enum": st.lists(st.integers(), min_size=1, max_size=3)}),
+    st.just({}),
+)
+
+
+def _objects(children: st.SearchStrategy[dict[str, Any]]) -> st.SearchStrategy[dict[str, Any]]:
+    props = st.dictionaries(st.text(st.characters(codec="ascii", categories=["L", "N"]), min_size=1, max_size=8),
+                            children, max_size=5)
+    return st.builds(
+        lambda p, req, extra, kind: {"type": "object", "properties": p,
+                                     "required": [k for i, k in enumerate(p) if req & (1 << i)],
+                                     **({"additionalProperties": extra} if extra is not None else {}),
+                                     **kind},
+        props, st.integers(0, 31), st.sampled_from([None, False, True, {"type": "string"}]),
+        st.sampled_from([{}, {"title": "x"}]))
+
+
+schemas = st.recursive(leaf_schemas, lambda children: st.one_of(
+    _objects(children),
+    st.builds(lambda items: {"type": "array", "items": items}, children),
+    st.builds(lambda branches: {"anyOf": branches}, st.lists(children, min_size=1, max_size=3)),
+    st.builds(lambda branches: {"oneOf": branches}, st.lists(children, min_size=1, max_size=2)),
+), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(properties=st.dictionaries(st.text(min_size=1, max_size=8), schemas, max_size=5))
+def test_any_schema_is_offered_strict_only_when_it_follows_openais_rules(properties: dict[str, Any]) -> None:
+    schema = {"type": "object", "properties": properties, "required": list(properties)[:1]}
+    try:
+        offered = offer(schema)
+    except SchemaProblem:
+        return
+    if offered.strict:
+        assert strict_mode_problems(offered.parameters) == [], offered.parameters
+    json.dumps(offered.parameters)  # always JSON
+    assert offered.parameters.get("type") == "object"

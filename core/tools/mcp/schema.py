@@ -135,6 +135,8 @@ def _strict(node: Any) -> Any:
         return node
     if any(k not in STRICT_KEYWORDS for k in node) or (node.get("format") not in (None, *STRICT_FORMATS)):
         return None
+    if not any(k in node for k in ("type", "anyOf", "enum", "const", "properties")):
+        return None  # "any value" has no strict form
     out = dict(node)
     if node.get("type") == "object" or "properties" in node:
         extra = node.get("additionalProperties", False)
