@@ -24,6 +24,7 @@ from core.guard.quantities.explain import explain
 from core.guard.quantities.extract import extract_with_text, is_limit_statement
 from core.guard.quantities.match import Context, grounds
 from core.guard.quantities.model import CLOCK_KINDS, DAY_KINDS, NUMERIC_KINDS, Origin, Quantity, Shown
+from core.guard.quantities.series_cues import series_stat
 from core.guard.rules import NumericGroundingParams
 
 CODE = "NUMBER_NOT_IN_EVIDENCE"
@@ -146,13 +147,14 @@ class Grounder:
                 and is_limit_statement(text, claim)
             ):
                 claim = replace(claim, limit_cue=True)  # a copy: the extracted claims are kept for this check
-            identity = (claim.kind, claim.value, claim.clock, claim.tolerance, claim.limit_cue)
+            identity = (claim.kind, claim.value, claim.clock, claim.tolerance, claim.limit_cue,
+                        series_stat(text, claim.start) if claim.kind not in TIMES_AND_DAYS else None)
             if identity in seen:  # each distinct quantity is searched (and reported) once per text
                 earlier = seen[identity]
                 if earlier is not None:
                     stated.append(Stated(claim, earlier))  # but both '20's of 'active=20 of max_size=20' are inputs
                 continue
-            shown = seen[identity] = self._direct(claim, calls, item.context)
+            shown = seen[identity] = self._direct(claim, calls, item.context, series_stat(text, claim.start))
             if shown is None:
                 pending.append(claim)
             else:
@@ -180,14 +182,24 @@ class Grounder:
                 return True
         return params.min_digits > 1 and 0 < sum(ch.isdigit() for ch in claim.text) < params.min_digits
 
-    def _direct(self, claim: Quantity, calls: Sequence[CallEvidence], context: Context) -> Shown | None:
-        """An evidence quantity that grounds the claim directly, cheapest searches first."""
+    def _direct(self, claim: Quantity, calls: Sequence[CallEvidence], context: Context,
+                stat: str | None = None) -> Shown | None:
+        """An evidence quantity that grounds the claim directly, cheapest searches first. A value claimed as a series
+        statistic ("peaked at", "averaged") is grounded by that statistic of a cited series only."""
         allowed = self._allowed
 
         def accept(shown: Shown) -> bool:
             if shown.origin is not Origin.RESULT and shown.field not in allowed and not shown.field.startswith("window_"):
                 return False
             return grounds(claim, shown, context)
+
+        if stat is not None and claim.kind not in TIMES_AND_DAYS and any(c.has_series for c in calls):
+            for call in calls:
+                if call.has_series:
+                    found = call.search_index(lambda s: s.field == stat and accept(s))
+                    if found is not None:
+                        return found
+            calls = [c for c in calls if not c.has_series]
 
         query = context.negative or context.limitations
         # the cheapest first: exact tokens in the results (str.find), then the few window, limit and query values

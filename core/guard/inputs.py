@@ -23,8 +23,10 @@ from core.contracts.release import Derivation
 from core.guard.cache import Lru
 from core.guard.quantities.model import Quantity
 from core.guard.rules import RuleSet
+from core.tools.registry import current_registry
 
 PROJECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(Projection)
+_NATIVE = frozenset(name.value for name in ToolName)
 REFERENCABLE_STATUSES = frozenset({EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE})
 
 
@@ -78,7 +80,7 @@ class ProjectionFacts:
     """What the checks need of a projection that parsed: its identity fields and how many items it shows."""
 
     tool_call_id: str
-    tool_name: ToolName
+    tool_name: str
     evidence_status: EvidenceStatus
     count: int
     items: int
@@ -94,10 +96,23 @@ def _facts(projection: Any) -> ProjectionFacts:
     return ProjectionFacts(projection.tool_call_id, projection.tool_name, projection.evidence_status, projection.count, items)
 
 
+def _registered(projection: Mapping[str, Any]) -> ProjectionFacts | None:
+    """Facts of a projection of a registered toolset beside the three native projections (its spec's model)."""
+    name = projection.get("tool_name")
+    if not isinstance(name, str) or name in _NATIVE:
+        return None
+    spec = current_registry().find(name)
+    if spec is None:
+        return None
+    parsed = spec.projection_model.model_validate(projection)
+    return ProjectionFacts(parsed.tool_call_id, parsed.tool_name, parsed.evidence_status, parsed.count,
+                           len(spec.shown_items(projection)))
+
+
 def parse_projection(projection: Mapping[str, Any]) -> tuple[ProjectionFacts | None, str | None]:
     """(facts of the parsed projection, None) or (None, short reason) when it does not parse (always validates)."""
     try:
-        return _facts(PROJECTION_ADAPTER.validate_python(projection)), None
+        return _registered(projection) or _facts(PROJECTION_ADAPTER.validate_python(projection)), None
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "projection"

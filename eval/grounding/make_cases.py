@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from metrics_cases import add_cases as add_metrics_cases
+
 OUT = Path(__file__).resolve().parent / "cases.jsonl"
 NUMBER = "NUMBER_NOT_IN_EVIDENCE"
 SCOPE = "order-service ERROR logs and the deployments table"
@@ -324,6 +326,10 @@ case("citation", False, draft(A1, conclusion=("The pool is exhausted.", ["a9"]))
 case("citation", False, draft(A1, scope=""), "", ["LIMITATIONS_SCOPE_MISSING"])
 case("citation", True, draft(("No OutOfMemoryError lines matched for order-service between 22:30 and 23:30.", ["c_none_oom"],
                               "NEGATIVE_OBSERVATION")))
+
+# ---- metrics (query_metrics series) -------------------------------------------------------------------------------
+add_metrics_cases(case, draft)
+
 
 def main() -> None:
     OUT.write_text("".join(json.dumps(c, ensure_ascii=False) + "\n" for c in CASES), encoding="utf-8")

@@ -114,6 +114,8 @@ def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallE
     if by_call:  # the text says which numbers its percentage is of: no other pair is looked for
         return None
     for call in calls:
+        if call.has_series:
+            continue  # a percentage of two values of one series (two points, a point and the mean) means nothing
         items: dict[int, list[tuple[float, str]]] = {}
         for shown in call.index():
             if shown.item >= 0 and shown.quantity.kind in NUMERIC_KINDS:

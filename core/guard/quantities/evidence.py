@@ -26,9 +26,10 @@ from core.contracts.evidence import CanonicalRecord
 from core.guard.quantities.exact import Check
 from core.guard.quantities.extract import bare_number, extract, extract_at
 from core.guard.quantities.model import Kind, Origin, Quantity, Shown
+from core.guard.quantities.unit_values import unit_quantities
 from core.guard.quantities.units import DURATION_UNITS_BY_SIZE
 
-ITEM_LISTS = ("logs", "rows", "evidence_blocks")
+ITEM_LISTS = ("logs", "rows", "evidence_blocks", "series")
 RESULT_KEYS = frozenset({"count", *ITEM_LISTS})
 """What a projection shows as results; ids, status, truncation, errors and the window are not results."""
 SKIPPED_FIELDS = frozenset({"score"})
@@ -94,6 +95,11 @@ class CallEvidence:
         self._index: tuple[Shown, ...] | None = None
         self._extra: tuple[Shown, ...] | None = None
         self._query: tuple[Shown, ...] | None = None
+
+    @property
+    def has_series(self) -> bool:
+        """Whether the call lists metric series (query_metrics)."""
+        return bool(self.projection.get("series"))
 
     @property
     def text(self) -> str:
@@ -236,6 +242,22 @@ class CallEvidence:
             words = knowledge and key == "text"
             for quantity in leaf_quantities(value, key, words):
                 yield Shown(quantity, Origin.RESULT, cid, i, key)
+        yield from self._series()
+
+    def _series(self) -> Iterator[Shown]:
+        """Metric series (query_metrics): values typed by their series' unit and kind, times as date-times."""
+        cid = self.tool_call_id
+        for i, item in enumerate(self.projection.get("series") or []):
+            if not isinstance(item, dict):
+                continue
+            unit, kind = str(item.get("unit") or ""), str(item.get("kind") or "")
+            for path, key, value in _series_leaves(item):
+                if path in SERIES_VALUES and isinstance(value, int | float) and not isinstance(value, bool):
+                    text = repr(value) if isinstance(value, float) else str(value)
+                    found = unit_quantities(float(value), text, unit, kind)
+                else:
+                    found = leaf_quantities(value, key)
+                yield from (Shown(q, Origin.RESULT, cid, i, path) for q in found)
 
     def leaves(self) -> Iterator[tuple[int, str, Any]]:
         """(item index, field or column, value) of every listed item's scalar values."""
@@ -295,6 +317,27 @@ class CallEvidence:
             value = self.arguments.get(key)
             if isinstance(value, int) and not isinstance(value, bool):
                 yield Shown(Quantity(Kind.NUMBER, float(value), str(value), key=key), Origin.LIMIT, cid, -1, key)
+
+
+SERIES_VALUES = frozenset({"first.v", "last.v", "min.v", "max.v", "mean", "point"})
+"""The fields of a series item that are values of the series (typed by its unit); `point` is any points[n][1]."""
+
+
+def _series_leaves(item: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
+    """(path, key, value) of a series item's scalars: labels by their names, summary marks, points as `point` (the
+    value) and `point.t` (its time)."""
+    for key, value in item.items():
+        if key == "labels" and isinstance(value, dict):
+            yield from ((f"labels.{k}", str(k), v) for k, v in value.items() if not isinstance(v, dict | list))
+        elif key == "points" and isinstance(value, list):
+            for pair in value:
+                if isinstance(pair, list) and len(pair) == 2:
+                    yield "point.t", "", pair[0]
+                    yield "point", "", pair[1]
+        elif isinstance(value, dict):
+            yield from ((f"{key}.{k}", str(k), v) for k, v in value.items() if not isinstance(v, dict | list))
+        elif not isinstance(value, list):
+            yield key, key, value
 
 
 def number_forms(value: float) -> list[str]:
