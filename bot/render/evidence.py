@@ -13,12 +13,15 @@ from typing import Any
 from bot.render.limits import clip
 from bot.render.links import SourceLinks, linked
 from bot.render.mrkdwn import code, escape, header, pre, section
+from bot.render.series import series_view_blocks
 from bot.render.table import mono_table, table_block
 from core.contracts.draft import Analysis
 from core.contracts.evidence import ToolName
 from core.contracts.release import EvidenceSource, PublishedReport
 from core.evidence.subjects import shorten
 from core.release.facts import cell, log_line, question_words, telling_lines, telling_rows
+from core.tools.contract import SeriesView, ToolSpec
+from core.tools.registry import current_registry
 
 ITEM_MAX = 200
 VIEW_LINES = 20
@@ -37,12 +40,22 @@ def _rows(projection: Mapping[str, Any]) -> list[list[Any]]:
     return [r for r in projection.get("rows") or [] if isinstance(r, list)]
 
 
+def _registered(tool: Any) -> ToolSpec | None:
+    """The spec of a registered toolset's tool (the three native tools are rendered below)."""
+    if not isinstance(tool, str) or tool in {t.value for t in ToolName}:
+        return None
+    return current_registry().find(tool)
+
+
 def telling_item(finding: Analysis, report: PublishedReport) -> str:
     """The one item of the finding's cited calls that best matches its text (bounded), or ''."""
     words = question_words(finding.text)
     for cid in finding.tool_call_ids:
         projection = report.evidence.get(cid) or {}
         tool = projection.get("tool_name")
+        spec = _registered(tool)
+        if spec is not None and (told := spec.telling_item(projection, words, ITEM_MAX)):
+            return told
         if tool == ToolName.QUERY_LOGS and (logs := _items(projection, "logs")):
             return telling_lines(logs, words, 1)[0][:ITEM_MAX]
         if tool == ToolName.QUERY_MYSQL and (rows := _rows(projection)):
@@ -67,6 +80,10 @@ def source_text(source: EvidenceSource, report: PublishedReport, links: SourceLi
 def _call_blocks(source: EvidenceSource, projection: Mapping[str, Any], table_used: bool) -> tuple[list[dict[str, Any]], bool]:
     """The blocks of one cited call's items; the bool says whether the message's one table block is now used."""
     tool = projection.get("tool_name")
+    spec = _registered(tool)
+    view = spec.evidence_view(projection) if spec is not None else None
+    if isinstance(view, SeriesView):
+        return series_view_blocks(view), table_used
     if tool == ToolName.QUERY_LOGS and (logs := _items(projection, "logs")):
         lines, used = [], 0
         for line in (log_line(item, 400) for item in logs[:VIEW_LINES]):

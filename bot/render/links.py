@@ -7,12 +7,14 @@ and cannot break out of the link (`|` and `>` are replaced).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 from urllib.parse import quote
 
 from bot.render.mrkdwn import escape
 from core.contracts.evidence import ToolName
+from core.tools.registry import current_registry
 
 URL_MAX = 2000
 PLACEHOLDERS = ("service", "query", "start", "end")
@@ -24,6 +26,9 @@ class SourceLinks:
 
     logs: str | None = None
     sql: str | None = None
+    others: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Templates of registered toolsets by tool name (their spec's link_setting, e.g. DIAG_METRICS_LINK_TEMPLATE);
+    the values come from the spec's link_values."""
 
     def url(self, tool: ToolName | str, arguments: Mapping[str, Any], projection: Mapping[str, Any]) -> str | None:
         """The deep link of one call, or None when no template applies."""
@@ -36,7 +41,12 @@ class SourceLinks:
             template = self.sql
             values = {"service": "", "query": arguments.get("sql"), "start": "", "end": ""}
         else:
-            return None
+            template = self.others.get(str(tool))
+            spec = current_registry().find(str(tool)) if template else None
+            found = spec.link_values(arguments, projection) if spec is not None else None
+            if found is None:
+                return None
+            values = dict(found)
         if not template or not template.lower().startswith(("https://", "http://")):
             return None
         url = template
