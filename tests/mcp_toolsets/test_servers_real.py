@@ -3,6 +3,7 @@ streamable HTTP) and our misbehaving test servers. Every failure is a clear erro
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -199,7 +200,7 @@ async def test_is_error_empty_destructive_and_open_schemas(odd_stdio: McpManager
     assert raw["total_count"] == 0
 
 
-async def test_invalid_json_rpc_is_an_error_at_once_not_a_hang() -> None:
+async def test_invalid_json_rpc_is_an_error_at_once_not_a_hang(caplog: pytest.LogCaptureFixture) -> None:
     config = McpServerConfig(name="garbage", command=(*own_server("garbage"), "garbage"), tools=("status",), timeout_s=10)
     manager = McpManager(ToolsetsFile(mcp=(config,)))
     await manager.start()
@@ -211,6 +212,8 @@ async def test_invalid_json_rpc_is_an_error_at_once_not_a_hang() -> None:
         assert failure.value.code == "SERVER_UNAVAILABLE"
         assert "not valid JSON-RPC" in failure.value.message
         assert time.monotonic() - started < 5
+        logged = " ".join(f"{r.getMessage()} {r.exc_text or ''}" for r in caplog.records)
+        assert "this is not json-rpc" not in logged  # the SDK's log of the bad line keeps no payload
     finally:
         await manager.close()
 
@@ -237,6 +240,12 @@ async def test_servers_that_do_not_start_or_answer_are_problems() -> None:
         await _run(manager, "mcp_silent_status")
     assert failure.value.code == "TIMEOUT"
     await manager.close()
+
+
+async def test_one_call_at_a_time_per_server(odd_stdio: McpManager) -> None:
+    started = time.monotonic()
+    await asyncio.gather(_run(odd_stdio, "mcp_odd_hang", seconds=0.6), _run(odd_stdio, "mcp_odd_hang", seconds=0.6))
+    assert time.monotonic() - started >= 1.2
 
 
 async def test_streamable_http_test_server(oddities_http: str) -> None:

@@ -23,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from core.evidence.redaction import redact
 from core.tools.mcp.config import START_TIMEOUT_S, McpServerConfig
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 CLIENT_INFO = types.Implementation(name="diagbot", version="1")
 STDERR_TAIL_CHARS = 600
 MAX_LIST_PAGES = 20
+
 
 
 class ServerUnavailable(Exception):
@@ -79,8 +81,10 @@ class _PayloadFreeLogs(logging.Filter):
 
 
 def quiet_sdk_logs() -> None:
-    """Install the payload-free filter on the SDK's loggers (idempotent)."""
-    for name in ("mcp", "mcp.client.stdio", "mcp.client.streamable_http", "mcp.shared.jsonrpc_dispatcher"):
+    """Install the payload-free filter on every SDK logger (a logger's filters do not see its children's records, so
+    each one gets it; idempotent, and the SDK's modules are all imported by now)."""
+    names = [n for n in list(logging.root.manager.loggerDict) if n == "mcp" or n.startswith(("mcp.", "mcp_types"))]
+    for name in names:
         logger = logging.getLogger(name)
         if not any(isinstance(f, _PayloadFreeLogs) for f in logger.filters):
             logger.addFilter(_PayloadFreeLogs())
@@ -212,7 +216,7 @@ class Connection:
             tail = self._stderr.read()[-STDERR_TAIL_CHARS:].strip()
         except (OSError, ValueError):
             return ""
-        return f"; its stderr ends: {tail}" if tail else ""
+        return f"; its stderr ends: {redact(' '.join(tail.split()))}" if tail else ""
 
     async def close(self) -> None:
         """End the session (a stdio server gets EOF, then SIGTERM/SIGKILL from the SDK); never raises."""
@@ -299,4 +303,4 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, ServerUnavailable | ServerError):
         return str(exc)
     text = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return redact(f"{type(exc).__name__}: {text}") if text else type(exc).__name__
