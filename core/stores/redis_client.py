@@ -11,6 +11,8 @@ from redis.driver_info import DriverInfo
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
+from core.stores.redis_pool import BoundedPool, LeanConnection
+
 REDIS_MAX_CONNECTIONS = 1000  # DIAG_WORKER_CONCURRENCY's maximum
 
 
@@ -25,8 +27,11 @@ def redis_client_from_url(url: str) -> aioredis.Redis:
 
     The driver info is resolved once here: left to redis-py, every new connection reads the package's metadata
     (importlib.metadata, an email-header parse) for CLIENT SETINFO — a few ms each, most of a busy worker's CPU
-    while its pool grows under a burst of runs."""
-    pool = aioredis.BlockingConnectionPool.from_url(
+    while its pool grows under a burst of runs.
+
+    The pool and plain TCP connections are the lighter ones of core/stores/redis_pool.py (same bound and timeouts,
+    about half the CPU per command); TLS and Unix-socket URLs keep redis-py's own connection classes."""
+    pool = BoundedPool.from_url(
         url,
         max_connections=REDIS_MAX_CONNECTIONS,
         timeout=2.0,
@@ -37,4 +42,6 @@ def redis_client_from_url(url: str) -> aioredis.Redis:
         health_check_interval=30,
         driver_info=DriverInfo(name="redis-py", lib_version=metadata.version("redis")),
     )
+    if pool.connection_class is aioredis.Connection:
+        pool.connection_class = LeanConnection
     return aioredis.Redis.from_pool(pool)  # the client owns the pool: aclose() closes its connections
