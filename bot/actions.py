@@ -9,7 +9,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 from bot.commands import safe_trace_message
 from bot.deps import BotDeps
 from bot.render.footer import VIEW_TRACE_ACTION
-from bot.verify import can_respond, register_verify_actions, who_clicked
+from bot.verify import can_respond, click_refusal, register_verify_actions, who_clicked
 
 
 def register_actions(app: AsyncApp, deps: BotDeps) -> None:
@@ -22,5 +22,8 @@ def register_actions(app: AsyncApp, deps: BotDeps) -> None:
         if not can_respond(body, "view trace"):
             return
         team, user = who_clicked(body)
-        msg = await safe_trace_message(deps, str(action.get("value") or ""), team, user)
+        if (why := await click_refusal(deps, body)) is not None:
+            msg: dict[str, Any] = {"text": why}
+        else:
+            msg = await safe_trace_message(deps, str(action.get("value") or ""), team, user)
         await respond(response_type="ephemeral", replace_original=False, **msg)

@@ -15,6 +15,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import ChannelMembers, RunAccess
 from bot.actions import register_actions
+from bot.ask_gate import AskGate
 from bot.assistant import build_assistant
 from bot.commands import register_commands
 from bot.dedup import Deduplicator
@@ -127,6 +128,7 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
         jobs=TurnJobs(queue, runner, chat, max_jobs=settings.diag_queue_max, metrics=metrics, worker=worker),
         access=RunAccess(chat, ChannelMembers(client)),
         feedback=feedback or FeedbackService(InMemoryFeedbackStore(), _RunsOf(chat), metrics),
+        gate=AskGate(settings.access_policy, client),
         render=render_options(settings),
     )
     app.use(build_assistant(deps))  # DMs' assistant threads; other events fall through to the listeners below

@@ -67,13 +67,16 @@ def build_assistant(deps: BotDeps) -> AsyncAssistant:
         if not is_human_message(payload):
             return
         text = strip_mention(payload.get("text") or "", context.bot_user_id)
-        with deps.runner.busy():
+
+        async def working() -> None:  # only once the asker is let in (the access policy)
             if text and not is_stop(text):
                 try:
                     await set_title(title_for(text))
                     await set_status(WORKING_STATUS)
                 except Exception as exc:  # an older workspace without the container APIs: answer anyway
                     log.info("assistant thread status/title not set: %s", error_code(exc))
-            await dispatch_turn(deps, body, payload, text)
+
+        with deps.runner.busy():
+            await dispatch_turn(deps, body, payload, text, admitted=working)
 
     return assistant

@@ -74,6 +74,8 @@ def register_commands(app: AsyncApp, deps: BotDeps) -> None:
             await respond(text=USAGE, response_type="ephemeral")
         elif parsed[0] == "help":
             await respond(text="diagbot help", blocks=help_blocks(), response_type="ephemeral")
+        elif (why := await deps.gate.refusal(command.get("channel_id", ""), user)) is not None:
+            await respond(text=why, response_type="ephemeral")  # the access policy (SPEC §10)
         elif parsed[0] == "trace" and parsed[1]:
             await respond(response_type="ephemeral", **await safe_trace_message(deps, parsed[1], team, user))
         elif parsed[1]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import RunAccess
+from bot.ask_gate import AskGate
 from bot.dedup import Deduplicator
 from bot.render.message import RenderOptions
 from core.ports import ChatServicePort, FeedbackPort
@@ -25,4 +26,5 @@ class BotDeps:
     jobs: TurnJobs
     access: RunAccess
     feedback: FeedbackPort
+    gate: AskGate
     render: RenderOptions = field(default_factory=RenderOptions)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
@@ -16,6 +17,7 @@ from bot.delivery import post_in_thread
 from bot.deps import BotDeps
 from bot.render.message import SlackMessage
 from bot.render.mrkdwn import section
+from bot.slack_errors import error_code
 from core.contracts.run import SessionKey
 
 log = logging.getLogger(__name__)
@@ -90,12 +92,29 @@ async def _cancel(deps: BotDeps, session: SessionKey) -> None:
     await post_in_thread(deps.client, session.channel, session.thread_ts, SlackMessage(text=text, blocks=[section(text)]))
 
 
-async def dispatch_turn(deps: BotDeps, body: dict[str, Any], event: dict[str, Any], text: str, retry: int = 0) -> None:
-    """Dedupe the user message, then start a turn or a cancel after the ack."""
+async def refuse(deps: BotDeps, channel: str, user: str, thread_ts: str | None, why: str) -> None:
+    """The one ephemeral line a refused asker sees (in the thread they asked in)."""
+    log.info("asker %s refused in %s: %s", user, channel, why[:60])
+    try:
+        await deps.client.chat_postEphemeral(channel=channel, user=user, text=why, thread_ts=thread_ts)
+    except Exception as exc:  # the refusal stands; only its explanation is lost
+        log.warning("refusal not shown to %s: %s", user, error_code(exc))
+
+
+async def dispatch_turn(deps: BotDeps, body: dict[str, Any], event: dict[str, Any], text: str, retry: int = 0,
+                        admitted: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Dedupe the user message, check the access policy (DIAG_ALLOWED_CHANNELS, DIAG_DM_USERS, guests), then start
+    a turn or a cancel after the ack; `admitted` runs once the asker is let in, before the turn is queued."""
     channel, ts = event.get("channel", ""), event.get("ts", "")
     team = body.get("team_id") or event.get("team") or ""
     if not channel or not ts or not await _claim(deps, body, channel, ts, retry):
         return
+    user = event.get("user", "")
+    if (why := await deps.gate.refusal(channel, user, event.get("channel_type"))) is not None:
+        await refuse(deps, channel, user, event.get("thread_ts"), why)
+        return
+    if admitted is not None:
+        await admitted()
     session = SessionKey(team=team, channel=channel, thread_ts=event.get("thread_ts") or ts)
     if is_stop(text):
         deps.runner.spawn(_cancel(deps, session), name=f"cancel:{channel}:{ts}")

@@ -14,6 +14,8 @@ BOT_SCOPES = frozenset({
     "im:history",
     "im:read",
     "assistant:write",
+    "users:read",
+    "usergroups:read",
 })
 # Without these no question reaches the bot or no answer leaves it: missing one stops `diagbot serve`.
 ESSENTIAL_SCOPES = frozenset({"app_mentions:read", "chat:write"})

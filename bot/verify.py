@@ -94,6 +94,19 @@ async def _vote_replies(deps: BotDeps, value: str, team: Teams, user: str) -> li
     return [{"text": await vote_message(deps, value, team, user)}]
 
 
+def clicked_in(body: dict[str, Any]) -> str:
+    """The channel of the message clicked (`channel.id`, else the container's `channel_id`)."""
+    channel, container = body.get("channel"), body.get("container")
+    if isinstance(channel, dict) and channel.get("id"):
+        return str(channel["id"])
+    return str(container.get("channel_id") or "") if isinstance(container, dict) else ""
+
+
+async def click_refusal(deps: BotDeps, body: dict[str, Any]) -> str | None:
+    """The access policy applied to a click (the clicking user, in the channel of the message clicked)."""
+    return await deps.gate.refusal(clicked_in(body), who_clicked(body)[1])
+
+
 def can_respond(body: dict[str, Any], what: str) -> bool:
     """Slack sends a response_url only for clicks in messages (not in modals or the Home tab, where the bot's
     buttons never are): without one there is nobody to answer."""
@@ -111,8 +124,12 @@ def ephemeral_action(deps: BotDeps, what: str, replies: Replies) -> ActionHandle
         await ack()
         if not can_respond(body, what):
             return
+        messages: list[dict[str, Any]]
         try:
-            messages = await replies(deps, str(action.get("value") or ""), *who_clicked(body))
+            if (why := await click_refusal(deps, body)) is not None:
+                messages = [{"text": why}]
+            else:
+                messages = await replies(deps, str(action.get("value") or ""), *who_clicked(body))
         except Exception as exc:
             log.warning("%s failed: %s", what, type(exc).__name__)
             messages = [{"text": UNAVAILABLE}]

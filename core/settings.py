@@ -6,9 +6,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from core.access_policy import AccessPolicy, DmRule, parse_channels
 from core.contracts.run import Budgets
 from core.guard.rules import DEFAULT_RULES_FILE
 from core.resources import package_path
@@ -94,6 +95,12 @@ class Settings(BaseSettings):
     diag_logs_link_template: str | None = None
     diag_sql_link_template: str | None = None
     diag_metrics_link_template: str | None = None
+    # Who may ask (SPEC §10): channel ids the bot answers in (unset: every channel it is in), who may ask in a DM
+    # (`all`, `none`, or user ids U…/W… and user-group ids S…, comma-separated), and whether guests (restricted /
+    # ultra-restricted accounts) may ask.
+    diag_allowed_channels: str | None = None
+    diag_dm_users: str = "all"
+    diag_allow_guests: bool = False
     # Logs: `text` (one human line) or `json` (one object per line with run_id and session).
     diag_log_format: Literal["text", "json"] = "text"
 
@@ -128,6 +135,24 @@ class Settings(BaseSettings):
     diag_tool_timeout_s: float | None = Field(default=None, gt=0)
     diag_run_deadline_s: float | None = Field(default=None, gt=0)
     diag_max_observation_bytes: int | None = Field(default=None, ge=1024)
+
+    @field_validator("diag_allowed_channels")
+    @classmethod
+    def _channel_ids(cls, value: str | None) -> str | None:
+        parse_channels(value)  # ValueError: a clear message naming the bad item
+        return value
+
+    @field_validator("diag_dm_users")
+    @classmethod
+    def _dm_users(cls, value: str) -> str:
+        DmRule.parse(value)
+        return value
+
+    @property
+    def access_policy(self) -> AccessPolicy:
+        """DIAG_ALLOWED_CHANNELS, DIAG_DM_USERS and DIAG_ALLOW_GUESTS as one policy."""
+        return AccessPolicy(channels=parse_channels(self.diag_allowed_channels), dm=DmRule.parse(self.diag_dm_users),
+                            allow_guests=self.diag_allow_guests)
 
     @model_validator(mode="after")
     def _budgets_from_settings(self) -> Settings:

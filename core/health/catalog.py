@@ -6,7 +6,7 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 from sqlalchemy import text
 
-from core.health.config import check_model_settings, check_store_mode
+from core.health.config import check_access_policy, check_model_settings, check_store_mode
 from core.health.model import check_model_endpoint
 from core.health.result import Check, CheckResult, Level, static
 from core.health.schema import check_schema
@@ -25,6 +25,7 @@ def config_checks(settings: Settings, *, serving: bool) -> list[Check]:
         Check("model.settings", static(check_model_settings(settings, required=serving))),
         Check("model.endpoint", lambda: check_model_endpoint(settings), failing=Level.WARN),
         Check("redis.mode", static(check_store_mode(settings))),
+        Check("slack.access_policy", static(check_access_policy(settings))),
         Check("redis", lambda: check_redis(settings)),
         Check("database", lambda: check_database(settings)),
         Check("database.schema", lambda: check_schema(settings)),

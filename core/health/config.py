@@ -34,3 +34,8 @@ def check_store_mode(settings: Settings) -> CheckResult:
                        detail="REDIS_URL unset: tool records, dedup, locks and cancel flags are in-process "
                               "(one process only)",
                        fix="set REDIS_URL before running more than one diagbot process")
+
+
+def check_access_policy(settings: Settings) -> CheckResult:
+    """Who may ask (DIAG_ALLOWED_CHANNELS, DIAG_DM_USERS, DIAG_ALLOW_GUESTS), in one line."""
+    return CheckResult(name="slack.access_policy", level=Level.OK, detail=settings.access_policy.describe())

@@ -1,16 +1,16 @@
 """A local fake of the Slack Web API (aiohttp): records every call, answers like Slack, injects faults.
 
 Answers auth.test, chat.postMessage (returns a ts), chat.update, chat.delete, chat.postEphemeral,
-conversations.members (configurable, paginated), conversations.replies (a thread read back), reactions.add, the
-streaming methods and assistant.threads.*
-(slack_ai.py), and a response_url endpoint for Bolt's `respond()`. It is also a Socket Mode server:
-apps.connections.open hands out `ws://.../link`, where it says `hello`, pushes the envelopes a test queues with
-`push()` and records the client's acks (`wait_for_ack()`). It validates Block Kit limits the way Slack does
-(slack_blocks.py: invalid_blocks / only_one_table_allowed / msg_blocks_too_long), so a renderer bug shows up as an
-`ok: false` answer here rather than in production. `plan` (tests/fakes/slack_faults.py) injects any bad answer —
-JSON errors, text/HTML/empty bodies, resets, 429s — per method and call number; `thread()` / `finals()` show what a
-user sees in a thread after every edit and deletion; `wait_until()` / `wait_for_calls()` wait on that state, woken
-after each answered call, so tests never sleep a fixed time for Slack traffic.
+conversations.members (configurable, paginated), conversations.replies (a thread read back), users.info and
+usergroups.users.list (slack_directory.py), reactions.add, the streaming methods and assistant.threads.* (slack_ai.py),
+and a response_url endpoint for Bolt's `respond()`. It is also a Socket Mode server: apps.connections.open hands out
+`ws://.../link`, where it says `hello`, pushes the envelopes a test queues with `push()` and records the client's acks
+(`wait_for_ack()`). It validates Block Kit limits the way Slack does (slack_blocks.py: invalid_blocks /
+only_one_table_allowed / msg_blocks_too_long), so a renderer bug shows up as an `ok: false` answer here rather than in
+production. `plan` (tests/fakes/slack_faults.py) injects any bad answer — JSON errors, text/HTML/empty bodies,
+resets, 429s — per method and call number; `thread()` / `finals()` show what a user sees in a thread after every edit
+and deletion; `wait_until()` / `wait_for_calls()` wait on that state, woken after each answered call, so tests never
+sleep a fixed time for Slack traffic.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from aiohttp import WSCloseCode, WSMsgType, web
 
 from tests.fakes.slack_ai import AiSurface, Stream
 from tests.fakes.slack_blocks import TOTAL_BLOCKS_CHARS, validate_blocks
+from tests.fakes.slack_directory import DirectorySurface, Guest
 from tests.fakes.slack_faults import FaultPlan
 
 __all__ = ["BOT_ID", "BOT_USER_ID", "TEAM_ID", "TOTAL_BLOCKS_CHARS", "Call", "FakeSlack", "Fault", "Stream",
@@ -65,11 +66,14 @@ def _parse_json_fields(params: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class FakeSlack(AiSurface):
+class FakeSlack(AiSurface, DirectorySurface):
     """The fake server's state; `start()` serves it on a free local port."""
 
     members: dict[str, list[str]] = field(default_factory=dict)
     members_page_size: int = 2
+    guests: dict[str, Guest] = field(default_factory=dict)  # users.info is_restricted / is_ultra_restricted
+    usergroups: dict[str, list[str]] = field(default_factory=dict)  # usergroups.users.list
+    disabled_usergroups: set[str] = field(default_factory=set)
     calls: list[Call] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)
     faults: dict[str, list[Fault]] = field(default_factory=lambda: defaultdict(list))
