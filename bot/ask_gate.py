@@ -8,9 +8,11 @@ with a "try again" line: a policy that cannot be checked is not applied as if it
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
@@ -46,6 +48,35 @@ class _TtlCache(Generic[V]):
             self._entries.popitem(last=False)
 
 
+class _Lookups(Generic[V]):
+    """Cached look-ups; concurrent misses of one key share a single call (a burst of DMs is one Slack call)."""
+
+    def __init__(self, ttl_s: float) -> None:
+        self._cache: _TtlCache[V] = _TtlCache(ttl_s)
+        self._pending: dict[str, asyncio.Future[V]] = {}
+
+    async def get(self, key: str, load: Callable[[str], Awaitable[V]]) -> V:
+        cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        pending = self._pending.get(key)
+        if pending is not None:
+            return await asyncio.shield(pending)
+        future: asyncio.Future[V] = asyncio.get_running_loop().create_future()
+        self._pending[key] = future
+        try:
+            value = await load(key)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: no "never retrieved" warning when nobody else waited
+            raise
+        finally:
+            del self._pending[key]
+        self._cache.put(key, value)
+        future.set_result(value)
+        return value
+
+
 class LookupFailed(Exception):
     """Slack did not answer a policy look-up."""
 
@@ -56,8 +87,8 @@ class AskGate:
     def __init__(self, policy: AccessPolicy, client: AsyncWebClient, ttl_s: float = LOOKUP_TTL_S) -> None:
         self.policy = policy
         self._client = client
-        self._groups: _TtlCache[frozenset[str]] = _TtlCache(ttl_s)
-        self._guests: _TtlCache[bool] = _TtlCache(ttl_s)
+        self._groups: _Lookups[frozenset[str]] = _Lookups(ttl_s)
+        self._guests: _Lookups[bool] = _Lookups(ttl_s)
 
     async def refusal(self, channel: str, user: str, channel_type: str | None = None) -> Refusal | None:
         """Why `user` may not ask in `channel`, or None when they may."""
@@ -76,33 +107,26 @@ class AskGate:
 
     async def _in_a_group(self, user: str) -> bool:
         for group in sorted(self.policy.dm.groups):
-            if user in await self._members(group):
+            if user in await self._groups.get(group, self._members):
                 return True
         return False
 
+    async def _is_guest(self, user: str) -> bool:
+        return await self._guests.get(user, self._look_up_guest)
+
     async def _members(self, group: str) -> frozenset[str]:
-        cached = self._groups.get(group)
-        if cached is not None:
-            return cached
         try:
             resp = await self._client.usergroups_users_list(usergroup=group)
         except Exception as exc:
             log.warning("usergroups.users.list of %s failed: %s", group, error_code(exc))
             raise LookupFailed from exc
-        members = frozenset(u for u in resp.get("users") or [] if isinstance(u, str))
-        self._groups.put(group, members)
-        return members
+        return frozenset(u for u in resp.get("users") or [] if isinstance(u, str))
 
-    async def _is_guest(self, user: str) -> bool:
-        cached = self._guests.get(user)
-        if cached is not None:
-            return cached
+    async def _look_up_guest(self, user: str) -> bool:
         try:
             resp = await self._client.users_info(user=user)
         except Exception as exc:
             log.warning("users.info of %s failed: %s", user, error_code(exc))
             raise LookupFailed from exc
         info = resp.get("user") or {}
-        guest = bool(info.get("is_restricted") or info.get("is_ultra_restricted"))
-        self._guests.put(user, guest)
-        return guest
+        return bool(info.get("is_restricted") or info.get("is_ultra_restricted"))
