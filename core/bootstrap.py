@@ -47,6 +47,7 @@ from core.service.sessions import SessionGate
 from core.service.timeline import RunTimeline
 from core.settings import Settings
 from core.steps.agent import DiagnosisAgent
+from core.steps.first_look import FirstLook
 from core.steps.judge import LlmSemanticJudge
 from core.steps.knowledge import KnowledgeAnswerer
 from core.steps.repair import LlmEvidenceRepairer
@@ -64,7 +65,10 @@ from core.stores.sql.migrate import MigrationError, prepare_schema
 from core.stores.sql.retention import purge_older_than
 from core.stores.sql.runs import SqlRunStore
 from core.stores.sql.timeline import SqlTimelineStore
-from core.tools.registry import build_tools
+from core.tools.clock import clock_from
+from core.tools.logs.first_look import logs_first_look
+from core.tools.registry import build_tools, current_registry
+from core.tools.sql_first_look import sql_first_look
 
 log = logging.getLogger(__name__)
 
@@ -310,11 +314,20 @@ def build_steps(
     return Steps(
         router=IntentRouter(metered("router"), agent_model, prompts, timeout_s=settings.router_timeout_s),
         agent=DiagnosisAgent(metered("agent"), agent_model, boundary, prompts, audit, call_timeout_s=timeout_s,
-                             tools=diagnosis_tools(strict=strict)),
+                             tools=diagnosis_tools(strict=strict), first_look=first_look(settings, boundary)),
         release=DiagnosisRelease(guard, repairer, judge, canonical, metrics=metrics, drafts=draft_archive(audit)),
         knowledge=KnowledgeAnswerer(metered("knowledge"), agent_model, boundary, prompts, canonical, audit,
                                     call_timeout_s=timeout_s, tools=knowledge_tools(strict=strict)),
     )
+
+
+def first_look(settings: Settings, boundary: ToolBoundary) -> FirstLook | None:
+    """The deterministic first look before the agent's first step (DIAG_FIRST_LOOK, on by default): the logs' and
+    the database's own, and whatever registered toolsets propose through the contract's first_look hook."""
+    if not settings.diag_first_look:
+        return None
+    return FirstLook(boundary, [logs_first_look, sql_first_look], boundary.tool_names, clock_from(settings),
+                     contract=current_registry().first_look)
 
 
 def run_versions(settings: Settings, prompts: PromptLibrary, rules: RuleSet) -> RunVersions:

@@ -129,6 +129,8 @@ class Settings(BaseSettings):
     diag_router_timeout_s: float | None = Field(default=None, gt=0)
     diag_model_strict: bool = True
     diag_model_tool_choice: str | None = None
+    diag_first_look: bool = True
+    """Before the agent's first step, run the cheap queries an on-call engineer runs first (core/steps/first_look.py)."""
     # Per-run budgets (SPEC §8); unset keeps the Budgets defaults.
     diag_max_steps: int | None = Field(default=None, ge=1)
     diag_max_tool_calls: int | None = Field(default=None, ge=1)

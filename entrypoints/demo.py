@@ -32,7 +32,7 @@ from testkit.openai_server import FakeOpenAIServer
 SCENARIOS_DIR = DEMO_SCENARIOS
 RECORDED_MODEL = "recorded-demo-model"
 
-_PLACEHOLDER = re.compile(r"\{\{(call|doc):(\d+)\}\}")
+_PLACEHOLDER = re.compile(r"\{\{(call|doc|look):(\d+)\}\}")
 _CITED_ID = re.compile(r'"tool_call_id"\s*:\s*"([^"]+)"')
 
 Print = Callable[[str], None]
@@ -80,9 +80,26 @@ def tool_results_in(request: dict[str, Any]) -> list[dict[str, Any]]:
     return results
 
 
+FIRST_LOOK_PREFIX = "first_look_"
+"""The first look's calls (core/steps/first_look.py) are named {{look:N}} in recordings, not {{call:N}}: a recording
+made with the first look off still fits a run with it on."""
+
+
+def agent_results_in(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The tool results of the agent's own calls (the first look's left out), in order."""
+    return [p for p in tool_results_in(request) if not str(p["tool_call_id"]).startswith(FIRST_LOOK_PREFIX)]
+
+
+def look_ids_in(request: dict[str, Any]) -> list[str]:
+    """The first look's call ids in a request, in order."""
+    return [str(p["tool_call_id"]) for p in tool_results_in(request) if str(p["tool_call_id"]).startswith(FIRST_LOOK_PREFIX)]
+
+
 def call_ids_in(request: dict[str, Any]) -> list[str]:
     """The tool call ids a request knows, in order (tool results first; else ids named in its input)."""
-    ids = [str(p["tool_call_id"]) for p in tool_results_in(request)]
+    ids = [str(p["tool_call_id"]) for p in agent_results_in(request)]
+    if ids or look_ids_in(request):
+        return ids
     if ids:
         return ids
     for message in request.get("messages", []):
@@ -97,27 +114,28 @@ def call_ids_in(request: dict[str, Any]) -> list[str]:
 def docs_in(request: dict[str, Any]) -> list[str]:
     """For each tool result of the request, the first document it returned ('' when none)."""
     docs = []
-    for projection in tool_results_in(request):
+    for projection in agent_results_in(request):
         blocks = projection.get("evidence_blocks") or [{}]
         docs.append(str(blocks[0].get("doc", "")))
     return docs
 
 
-def substitute(value: Any, ids: list[str], docs: list[str] | None = None) -> Any:
-    """Replace every {{call:N}} / {{doc:N}} in a recorded value by the N-th call id / document (1-based)."""
+def substitute(value: Any, ids: list[str], docs: list[str] | None = None, looks: list[str] | None = None) -> Any:
+    """Replace every {{call:N}} / {{doc:N}} / {{look:N}} in a recorded value by the N-th call id / document / first
+    look call id (1-based)."""
     if isinstance(value, str):
         def one(match: re.Match[str]) -> str:
             kind, n = match.group(1), int(match.group(2))
-            pool = ids if kind == "call" else (docs or [])
+            pool = ids if kind == "call" else (looks or []) if kind == "look" else (docs or [])
             if not 1 <= n <= len(pool):
                 raise ValueError(f"recorded reply names {kind} {n} but the request has {len(pool)}")
             return pool[n - 1]
 
         return _PLACEHOLDER.sub(one, value)
     if isinstance(value, list):
-        return [substitute(v, ids, docs) for v in value]
+        return [substitute(v, ids, docs, looks) for v in value]
     if isinstance(value, dict):
-        return {k: substitute(v, ids, docs) for k, v in value.items()}
+        return {k: substitute(v, ids, docs, looks) for k, v in value.items()}
     return value
 
 
@@ -126,7 +144,7 @@ def recorded_reply(entry: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str
 
     def reply(request: dict[str, Any]) -> dict[str, Any]:
         try:
-            return dict(substitute(entry, call_ids_in(request), docs_in(request)))
+            return dict(substitute(entry, call_ids_in(request), docs_in(request), look_ids_in(request)))
         except ValueError as exc:  # a recording that does not fit the run: answer loudly, not with a dropped socket
             return {"status": 400, "body": {"error": {"message": str(exc), "type": "invalid_request_error"}}}
 

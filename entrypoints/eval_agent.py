@@ -25,7 +25,7 @@ from core.contracts.run import EventType, SessionKey, TimelineEvent, Turn
 from core.llm.model import ModelReply
 from core.ports import ChatModel
 from core.settings import DEMO_DATA, Settings
-from entrypoints.demo import RecordedScript, call_ids_in
+from entrypoints.demo import RecordedScript, call_ids_in, look_ids_in
 from entrypoints.eval_agent_suite import Incident, Recording, Score, load_suite, score, write_recording
 from testkit.openai_server import FakeOpenAIServer
 
@@ -104,11 +104,12 @@ class RecordingChatModel:
     async def complete(self, *, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None,
                        timeout_s: float = 60.0) -> ModelReply:
         reply = await self.inner.complete(model=model, messages=messages, tools=tools, timeout_s=timeout_s)
-        self.responses.append(recorded_entry(reply, call_ids_in({"messages": messages})))
+        request = {"messages": messages}
+        self.responses.append(recorded_entry(reply, call_ids_in(request), look_ids_in(request)))
         return reply
 
 
-def recorded_entry(reply: ModelReply, ids: list[str]) -> dict[str, Any]:
+def recorded_entry(reply: ModelReply, ids: list[str], looks: Sequence[str] = ()) -> dict[str, Any]:
     """A reply as a recorded response whose mentions of the request's tool call ids are placeholders."""
     entry: dict[str, Any] = {"content": reply.content}
     if reply.tool_calls:
@@ -121,8 +122,10 @@ def recorded_entry(reply: ModelReply, ids: list[str]) -> dict[str, Any]:
             calls.append({"id": call.id, "name": call.name, "arguments": arguments})
         entry["tool_calls"] = calls
     text = json.dumps(entry, ensure_ascii=False)
-    for n, call_id in sorted(enumerate(ids, start=1), key=lambda p: -len(p[1])):
-        text = text.replace(call_id, f"{{{{call:{n}}}}}")
+    named = [(f"{{{{call:{n}}}}}", i) for n, i in enumerate(ids, start=1)]
+    named += [(f"{{{{look:{n}}}}}", i) for n, i in enumerate(looks, start=1)]
+    for placeholder, call_id in sorted(named, key=lambda p: -len(p[1])):
+        text = text.replace(call_id, placeholder)
     result: dict[str, Any] = json.loads(text)
     return result
 

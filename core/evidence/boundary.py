@@ -111,6 +111,10 @@ class ToolBoundary:
         self._raw_max_bytes = raw_max_bytes
         self._metrics = metrics or Metrics()
 
+    def tool_names(self) -> list[str]:
+        """The names of the tools this boundary runs (what is configured)."""
+        return [str(getattr(name, "value", name)) for name in self._tools]
+
     async def invoke(
         self, ctx: RunContext, tool_call_id: str | None, name: str, arguments: str | dict[str, Any]
     ) -> dict[str, Any]:

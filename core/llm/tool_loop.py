@@ -140,10 +140,15 @@ class ToolLoop(Generic[OutT]):
         self.prompts = prompts
         self.config = config
 
-    async def run(self, ctx: RunContext, user_text: str) -> LoopResult[OutT]:
-        """Loop until the output is submitted or a budget, the deadline, cancel, the model or the wire format stops it."""
-        messages = [system_message(self.prompts.get(self.config.prompt)), user_message(user_text)]
+    async def run(self, ctx: RunContext, user_text: str,
+                  starting: list[dict[str, Any]] | None = None) -> LoopResult[OutT]:
+        """Loop until the output is submitted or a budget, the deadline, cancel, the model or the wire format stops it.
+
+        `starting` is conversation the run already had before the model's first step (the first look's calls and
+        their results): their ids are taken and repeating one of them is answered from its result."""
+        messages = [system_message(self.prompts.get(self.config.prompt)), user_message(user_text), *(starting or [])]
         state = _State()
+        self._seed(state, starting or [])
         try:
             while True:
                 self._check_limits(ctx, state)
@@ -159,6 +164,19 @@ class ToolLoop(Generic[OutT]):
         except LoopStopped as stop:
             log.info("%s stopped run=%s reason=%s steps=%d", self.config.stage, ctx.run_id, stop.reason.value, state.steps)
             return self._result(None, stop.reason, state)
+
+    def _seed(self, state: _State, starting: list[dict[str, Any]]) -> None:
+        """Remember the starting calls as if the loop had made them (ids used, results reusable for repeats)."""
+        results = {m.get("tool_call_id"): m.get("content") for m in starting if m.get("role") == "tool"}
+        for message in starting:
+            for wire in message.get("tool_calls") or []:
+                call = ModelToolCall(id=wire["id"], name=wire["function"]["name"], arguments=wire["function"]["arguments"])
+                state.used_ids.add(str(call.id))
+                state.keyed.add(call.name)
+                key = self._repeat_key(call, state)
+                content = results.get(call.id)
+                if key is not None and isinstance(content, str):
+                    state.seen[key] = json.loads(content)
 
     def _check_limits(self, ctx: RunContext, state: _State) -> None:
         if ctx.cancelled.is_set():

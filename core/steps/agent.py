@@ -22,6 +22,7 @@ from core.llm.tool_loop import (
 )
 from core.ports import AuditStore, ChatModel, ToolInvoker
 from core.run import RunContext
+from core.steps.first_look import FIRST_LOOK_NOTE, FirstLook, starting_messages
 from core.steps.schemas import SUBMIT_DIAGNOSIS, diagnosis_tools
 from core.tools.args import normalised_arguments
 
@@ -70,8 +71,10 @@ class DiagnosisAgent:
         call_timeout_s: float = 60.0,
         corrective_turns: int = 1,
         tools: list[dict[str, Any]] | None = None,
+        first_look: FirstLook | None = None,
     ) -> None:
         self.model_name = model_name
+        self.first_look = first_look
         config = LoopConfig(
             stage="agent", prompt="diagnosis_agent", tools=tools or diagnosis_tools(), tool_names=TOOL_NAMES,
             submit_name=SUBMIT_DIAGNOSIS, output=DiagnosisDraft, correction=CORRECTION_PROSE,
@@ -83,7 +86,10 @@ class DiagnosisAgent:
     async def run(self, ctx: RunContext, previous_report: PublishedReport | None) -> AgentResult:
         """Run the loop until a draft is submitted or a budget, the deadline, cancel or the model stops it."""
         user = ctx.query if previous_report is None else f"{ctx.query}\n\n---\n{render_previous_report(previous_report)}"
-        result = await self._loop.run(ctx, user)
+        starting = starting_messages(await self.first_look.run(ctx)) if self.first_look is not None else []
+        if starting:
+            user = f"{user}\n\n---\n{FIRST_LOOK_NOTE}"
+        result = await self._loop.run(ctx, user, starting)
         if result.output is not None:
             await ctx.timeline.record(EventType.DRAFT_SUBMITTED, _draft_summary(result.output))
         return AgentResult(draft=result.output, stop_reason=result.stop_reason, steps=result.steps,

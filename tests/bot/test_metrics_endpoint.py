@@ -33,6 +33,7 @@ async def rig(fake_slack: FakeSlack, redis_client: aioredis.Redis, key_prefix: s
     """The app over real services with the metrics object bootstrap built; yields the /metrics URL too."""
     async with FakeOpenAIServer() as model_server:
         settings = Settings(
+            diag_first_look=False,  # this test counts the agent's own calls; the first look: test_first_look_run.py
             diag_slack_streaming=False,
             slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET), slack_api_url=fake_slack.api_url,
             openai_base_url=model_server.base_url, openai_api_key=SecretStr("test"), diag_model="test-model",

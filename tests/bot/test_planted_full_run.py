@@ -78,6 +78,7 @@ async def planted_bot(fake_slack: FakeSlack, redis_client: aioredis.Redis, key_p
     data = write_planted(tmp_path / "data", injection=True)
     async with FakeOpenAIServer() as model_server:
         settings = Settings(
+            diag_first_look=False,  # this test counts the agent's own calls; the first look: test_first_look_run.py
             slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET), slack_api_url=fake_slack.api_url,
             openai_base_url=model_server.base_url, openai_api_key=SecretStr("test"), diag_model="test-model",
             database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db", diag_clock=DEMO_CLOCK, **data.settings(),

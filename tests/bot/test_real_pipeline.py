@@ -59,6 +59,7 @@ async def real(fake_slack: FakeSlack, redis_client: aioredis.Redis, key_prefix: 
     """The app over the real services; the model is the local scripted server (indirect param: streaming on)."""
     async with FakeOpenAIServer() as model_server:
         settings = Settings(
+            diag_first_look=False,  # this test counts the agent's own calls; the first look: test_first_look_run.py
             diag_slack_streaming=bool(getattr(request, "param", False)),
             slack_bot_token=SecretStr("xoxb-test"), slack_signing_secret=SecretStr(SECRET), slack_api_url=fake_slack.api_url,
             openai_base_url=model_server.base_url, openai_api_key=SecretStr("test"), diag_model="test-model",

@@ -1,0 +1,185 @@
+"""The first look: the cheap queries an on-call engineer runs first, run by the bot before the agent's first step.
+
+For the services and the window the question (or alert) names, each source of evidence proposes a few calls —
+what each service logs at ERROR and WARN and how often its most frequent message occurs (core/tools/logs/
+first_look.py), the latest rows of a deployments / changes table when the database has one
+(core/tools/sql_first_look.py), and whatever a registered toolset proposes through the contract's `first_look`
+hook (metrics, MCP). Every call is an ordinary tool call of the run through the ToolBoundary: validated, bounded,
+one canonical record, citable; the agent gets them as its starting evidence. Deterministic: no model is asked.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from core.contracts.evidence import EvidenceStatus
+from core.contracts.run import EventType
+from core.ports import ToolInvoker
+from core.run import RunContext
+from core.tools.contract import PlannedCall
+
+log = logging.getLogger(__name__)
+
+MAX_SERVICES = 2
+MAX_CALLS = 10
+DEFAULT_WINDOW = timedelta(minutes=60)
+MAX_LOOKBACK = timedelta(hours=24)
+FIRST_LOOK_NOTE = (
+    "First look: before your first step the bot ran the calls below, the queries an on-call engineer runs first "
+    "for this question. Their results are evidence of this run: cite their tool_call_ids like your own calls'. "
+    "Query further where they leave the cause open; do not repeat them.")
+
+_SERVICE_SUFFIXES = ("service", "api", "svc", "worker", "gateway", "server", "app", "web", "backend", "frontend",
+                     "proxy", "cache", "db", "queue", "consumer", "producer", "job")
+_HYPHENATED = re.compile(r"\b[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+\b")
+_LABELLED = re.compile(r"\b(?:service|app|job)\s*[=:]\s*\"?([A-Za-z0-9][\w.-]{0,62})")
+_NOT_SERVICES = frozenset({"follow-up", "read-only", "out-of-memory", "real-time", "e-mail", "crash-loop", "re-run",
+                           "roll-back", "time-out", "on-call", "up-to-date", "so-called", "self-hosted"})
+_SINCE = re.compile(r"\b(since|from|after|around|at|about)\s+(?:about\s+|around\s+)?"
+                    r"(noon|midnight|(\d{1,2})(?::(\d{2}))?\s*(am|pm)?)\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Scope:
+    """What the first look is about: the services named and the window (None: each tool's default window)."""
+
+    services: tuple[str, ...]
+    start: datetime | None
+    end: datetime
+
+
+def services_in(text: str) -> tuple[str, ...]:
+    """Service names the question or alert names: `service=x` labels, then hyphenated names that look like
+    services (order-service, checkout-api), then other hyphenated names; at most MAX_SERVICES."""
+    found: list[str] = [m.group(1).lower() for m in _LABELLED.finditer(text)]
+    hyphenated = [m.group(0) for m in _HYPHENATED.finditer(text.lower()) if m.group(0) not in _NOT_SERVICES]
+    found += [name for name in hyphenated if re.split(r"[-_]", name)[-1] in _SERVICE_SUFFIXES]
+    found += hyphenated
+    unique = list(dict.fromkeys(found))
+    return tuple(unique[:MAX_SERVICES])
+
+
+def window_in(text: str, now: datetime) -> datetime | None:
+    """The start of the window the question names ("since 23:00", "around 21:05", "since about 8"), on the clock's
+    day (the day before when that time is still to come); None when it names none."""
+    for match in _SINCE.finditer(text):
+        word, hour_text, minute_text, meridiem = match.group(1).lower(), match.group(3), match.group(4), match.group(5)
+        if match.group(2).lower() in ("noon", "midnight"):
+            hour, minute = (12 if match.group(2).lower() == "noon" else 0), 0
+        elif hour_text is None or (minute_text is None and meridiem is None and word in ("at", "from", "after")):
+            continue  # "at 5" is too often not a time
+        else:
+            hour, minute = int(hour_text), int(minute_text or 0)
+            if meridiem:
+                hour = hour % 12 + (12 if meridiem.lower() == "pm" else 0)
+        if hour > 23 or minute > 59:
+            continue
+        start = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+        if start > now:
+            start -= timedelta(days=1)
+        if word in ("around", "at", "about"):
+            start -= timedelta(minutes=15)
+        if now - start <= MAX_LOOKBACK:
+            return start
+    return None
+
+
+@dataclass
+class Look:
+    """One run's first look in progress: its scope and the calls made, for the sources to read and add to."""
+
+    ctx: RunContext
+    scope: Scope
+    invoke: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any] | None]]
+    calls: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
+    """(tool_call_id, tool, arguments, projection) of every call made, in order."""
+
+    def window(self) -> dict[str, str]:
+        """The scope's window as tool arguments (empty: the tool's default window)."""
+        if self.scope.start is None:
+            return {}
+        return {"start": self.scope.start.isoformat(), "end": self.scope.end.isoformat()}
+
+    async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        """Run one call through the boundary; None when the tool is not configured or the look is out of calls."""
+        return await self.invoke(tool, arguments)
+
+
+class FirstLookSource(Protocol):
+    """One source's first look: it makes its calls through `look.call` (reading earlier results if it likes)."""
+
+    async def __call__(self, look: Look) -> None: ...
+
+
+PlanContract = Callable[[str | None, datetime, datetime], Sequence[PlannedCall]]
+
+
+class FirstLook:
+    """Runs the sources for a run's scope, each call through the boundary; records a FIRST_LOOK timeline event."""
+
+    def __init__(self, boundary: ToolInvoker, sources: Sequence[FirstLookSource], available: Callable[[], Sequence[str]],
+                 clock: Callable[[], datetime], *, contract: PlanContract | None = None, max_calls: int = MAX_CALLS) -> None:
+        self.boundary = boundary
+        self.sources = list(sources)
+        self.available = available
+        self.clock = clock
+        self.contract = contract
+        self.max_calls = max_calls
+
+    def scope(self, question: str) -> Scope:
+        """The services and window the question names."""
+        now = self.clock()
+        return Scope(services=services_in(question), start=window_in(question, now), end=now)
+
+    async def run(self, ctx: RunContext) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+        """Every source's calls for the run's question; never raises (a failing source is logged and skipped)."""
+        scope = self.scope(ctx.query)
+        offered = set(self.available())
+        look = Look(ctx=ctx, scope=scope, invoke=lambda tool, args: self._invoke(look, offered, tool, args))
+        for source in [*self.sources, self._contract_source]:
+            try:
+                await source(look)
+            except Exception as exc:  # the first look helps; it never stops a run
+                log.warning("first look source failed for %s: %s", ctx.run_id, type(exc).__name__)
+        found = sum(p.get("evidence_status") == EvidenceStatus.EVIDENCE_FOUND.value for *_, p in look.calls)
+        await ctx.timeline.record(EventType.FIRST_LOOK, {
+            "services": ",".join(scope.services) or "none named", "calls": len(look.calls), "found": found,
+            "window": "named in the question" if scope.start is not None else "each tool's default"})
+        return look.calls
+
+    async def _contract_source(self, look: Look) -> None:
+        """The calls registered toolsets propose through the contract's first_look hook (metrics, MCP)."""
+        if self.contract is None:
+            return
+        start = look.scope.start or look.scope.end - DEFAULT_WINDOW
+        for service in look.scope.services or (None,):
+            for planned in self.contract(service, start, look.scope.end):
+                await look.call(planned.tool, dict(planned.arguments))
+
+    async def _invoke(self, look: Look, offered: set[str], tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        if tool not in offered or len(look.calls) >= self.max_calls or look.ctx.cancelled.is_set():
+            return None
+        call_id = f"first_look_{len(look.calls) + 1}"
+        projection = await self.boundary.invoke(look.ctx, call_id, tool, json.dumps(arguments))
+        look.calls.append((str(projection.get("tool_call_id") or call_id), tool, arguments, projection))
+        return projection
+
+
+def starting_messages(calls: Sequence[tuple[str, str, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The first look as the agent's conversation: its calls as an assistant turn and their results, like its own
+    calls' (ERROR results are left out: they are not evidence and would only distract)."""
+    shown = [c for c in calls if c[3].get("evidence_status") != EvidenceStatus.ERROR.value]
+    if not shown:
+        return []
+    assistant = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": call_id, "type": "function", "function": {"name": tool, "arguments": json.dumps(arguments)}}
+        for call_id, tool, arguments, _ in shown]}
+    results = [{"role": "tool", "tool_call_id": call_id, "content": json.dumps(projection, ensure_ascii=False, default=str)}
+               for call_id, _, _, projection in shown]
+    return [assistant, *results]
