@@ -26,7 +26,7 @@ from core.contracts.evidence import CanonicalRecord
 from core.guard.quantities.exact import Check
 from core.guard.quantities.extract import bare_number, extract, extract_at
 from core.guard.quantities.model import Kind, Origin, Quantity, Shown
-from core.guard.quantities.unit_values import unit_quantities
+from core.guard.quantities.unit_values import typed_quantities, unit_typing
 from core.guard.quantities.units import DURATION_UNITS_BY_SIZE
 
 ITEM_LISTS = ("logs", "rows", "evidence_blocks", "series")
@@ -93,6 +93,8 @@ class CallEvidence:
         self._columns: Sequence[Any] = self.projection.get("columns") or []
         self._leaves: dict[int, tuple[Shown, ...]] = {}
         self._index: tuple[Shown, ...] | None = None
+        self._head: tuple[Shown, ...] | None = None
+        self._points: tuple[Shown, ...] | None = None
         self._extra: tuple[Shown, ...] | None = None
         self._query: tuple[Shown, ...] | None = None
 
@@ -171,8 +173,12 @@ class CallEvidence:
         return found
 
     def search_index(self, accept: Accept) -> Shown | None:
-        """A result quantity of the full index accepted by `accept`."""
-        return next((s for s in self.index() if accept(s)), None)
+        """A result quantity of the full index accepted by `accept` (a series' points are indexed only when its
+        summary and everything else did not answer)."""
+        found = next((s for s in self.head() if accept(s)), None)
+        if found is None and self.has_series:
+            found = next((s for s in self.points() if accept(s)), None)
+        return found
 
     def _leaf_at(self, at: int) -> tuple[Shown, ...]:
         """The quantities of the leaf at text position `at` that may cover it (a long string: just the token there)."""
@@ -229,8 +235,20 @@ class CallEvidence:
     def index(self) -> tuple[Shown, ...]:
         """Every result quantity of the call, with item and field (built once)."""
         if self._index is None:
-            self._index = tuple(self._walk())
+            self._index = self.head() + self.points()
         return self._index
+
+    def head(self) -> tuple[Shown, ...]:
+        """The index without metric series' points (count, items, series labels and summaries)."""
+        if self._head is None:
+            self._head = tuple(self._walk())
+        return self._head
+
+    def points(self) -> tuple[Shown, ...]:
+        """The quantities of metric series' points (values and times)."""
+        if self._points is None:
+            self._points = tuple(self._series(points=True))
+        return self._points
 
     def _walk(self) -> Iterator[Shown]:
         cid, projection = self.tool_call_id, self.projection
@@ -244,17 +262,18 @@ class CallEvidence:
                 yield Shown(quantity, Origin.RESULT, cid, i, key)
         yield from self._series()
 
-    def _series(self) -> Iterator[Shown]:
-        """Metric series (query_metrics): values typed by their series' unit and kind, times as date-times."""
+    def _series(self, points: bool = False) -> Iterator[Shown]:
+        """Metric series (query_metrics): values typed by their series' unit and kind, times as date-times; the
+        labels and summaries, or (points=True) the points."""
         cid = self.tool_call_id
         for i, item in enumerate(self.projection.get("series") or []):
             if not isinstance(item, dict):
                 continue
-            unit, kind = str(item.get("unit") or ""), str(item.get("kind") or "")
-            for path, key, value in _series_leaves(item):
+            typed = unit_typing(str(item.get("unit") or ""), str(item.get("kind") or ""))
+            for path, key, value in _series_leaves(item, points):
                 if path in SERIES_VALUES and isinstance(value, int | float) and not isinstance(value, bool):
                     text = repr(value) if isinstance(value, float) else str(value)
-                    found = unit_quantities(float(value), text, unit, kind)
+                    found = typed_quantities(float(value), text, typed)
                 else:
                     found = leaf_quantities(value, key)
                 yield from (Shown(q, Origin.RESULT, cid, i, path) for q in found)
@@ -323,17 +342,18 @@ SERIES_VALUES = frozenset({"first.v", "last.v", "min.v", "max.v", "mean", "point
 """The fields of a series item that are values of the series (typed by its unit); `point` is any points[n][1]."""
 
 
-def _series_leaves(item: Mapping[str, Any]) -> Iterator[tuple[str, str, Any]]:
-    """(path, key, value) of a series item's scalars: labels by their names, summary marks, points as `point` (the
-    value) and `point.t` (its time)."""
+def _series_leaves(item: Mapping[str, Any], points: bool = False) -> Iterator[tuple[str, str, Any]]:
+    """(path, key, value) of a series item's scalars: labels by their names and summary marks, or (points=True) the
+    points as `point` (the value) and `point.t` (its time)."""
+    if points:
+        for pair in item.get("points") or []:
+            if isinstance(pair, list) and len(pair) == 2:
+                yield "point.t", "", pair[0]
+                yield "point", "", pair[1]
+        return
     for key, value in item.items():
         if key == "labels" and isinstance(value, dict):
             yield from ((f"labels.{k}", str(k), v) for k, v in value.items() if not isinstance(v, dict | list))
-        elif key == "points" and isinstance(value, list):
-            for pair in value:
-                if isinstance(pair, list) and len(pair) == 2:
-                    yield "point.t", "", pair[0]
-                    yield "point", "", pair[1]
         elif isinstance(value, dict):
             yield from ((f"{key}.{k}", str(k), v) for k, v in value.items() if not isinstance(v, dict | list))
         elif not isinstance(value, list):

@@ -57,20 +57,29 @@ def _base(text: str) -> tuple[Kind, float] | None:
     return None
 
 
-def unit_quantities(value: float, text: str, unit: str, kind: str = "", key: str = "") -> tuple[Quantity, ...]:
-    """The quantities a value shows given its unit and (for metric series) its kind."""
-    if not math.isfinite(value):
-        return ()
-    plain = Quantity(Kind.NUMBER, value, text, 0, len(text), key=key)
+def unit_typing(unit: str, kind: str = "") -> tuple[Kind, float] | None:
+    """What a value of this unit (and series kind) shows besides its plain number: (kind, factor), or None."""
     if kind == "counter":
-        return (plain,)
+        return None
     typed = unit_kind(unit)
     if kind == "rate" and (typed is None or typed[0] is not Kind.RATE):
         factor = typed[1] if typed is not None and typed[0] is Kind.SIZE else 1.0
         typed = (Kind.RATE, factor)
+    if typed is not None and typed[0] is Kind.RATE and typed[1] != 1.0:
+        return None  # bytes per second: no rate claim of bytes is typed by the extractor yet
+    return typed
+
+
+def typed_quantities(value: float, text: str, typed: tuple[Kind, float] | None, key: str = "") -> tuple[Quantity, ...]:
+    """A value's plain number and, when `typed` (from unit_typing) says so, the quantity its unit makes."""
+    if not math.isfinite(value):
+        return ()
+    plain = Quantity(Kind.NUMBER, value, text, 0, len(text), key=key)
     if typed is None:
         return (plain,)
-    shown_kind, factor = typed
-    if shown_kind is Kind.RATE and factor != 1.0:
-        return (plain,)  # bytes per second: no rate claim of bytes is typed by the extractor yet
-    return (plain, Quantity(shown_kind, value * factor, text, 0, len(text), key=key))
+    return (plain, Quantity(typed[0], value * typed[1], text, 0, len(text), key=key))
+
+
+def unit_quantities(value: float, text: str, unit: str, kind: str = "", key: str = "") -> tuple[Quantity, ...]:
+    """The quantities a value shows given its unit and (for metric series) its kind."""
+    return typed_quantities(value, text, unit_typing(unit, kind), key)

@@ -33,7 +33,7 @@ from core.tools.metrics.series import Series
 from core.tools.metrics.units import Types, expression_unit, metric_unit
 
 DEFAULT_TIMEOUT_S = 10.0
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+MAX_RESPONSE_BYTES = 32 * 1024 * 1024
 MAX_METADATA_BYTES = 256 * 1024
 _READ_CHUNK = 1 << 20
 _CREDENTIALS_HINT = "check DIAG_PROMETHEUS_TOKEN or the user:password in DIAG_PROMETHEUS_URL"
@@ -168,12 +168,10 @@ async def _read_bounded(response: aiohttp.ClientResponse, limit: int) -> bytes:
     return b"".join(chunks)
 
 
-def _envelope(status: int, body: bytes, clean: Any) -> Any:
-    """The `data` of a success answer; a failure answer or garbage becomes the ToolFailure of its cause."""
-    try:
-        answer = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        answer = None
+def _envelope(status: int, body: bytes | Any, clean: Any) -> Any:
+    """The `data` of a success answer (the body, or its decoded JSON); a failure answer or garbage becomes the
+    ToolFailure of its cause."""
+    answer = _decoded(body) if isinstance(body, bytes) else body
     if not isinstance(answer, dict) or answer.get("status") not in ("success", "error"):
         if status >= 500 or status == 429:
             raise ToolFailure("METRICS_UNAVAILABLE", f"Prometheus answered HTTP {status}; this call is not evidence.")
@@ -182,6 +180,13 @@ def _envelope(status: int, body: bytes, clean: Any) -> Any:
     if answer["status"] == "error" or status != 200:
         raise _failure(status, str(answer.get("errorType") or ""), clean(str(answer.get("error") or "")))
     return answer.get("data")
+
+
+def _decoded(body: bytes) -> Any:
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _failure(status: int, error_type: str, message: str) -> ToolFailure:
@@ -201,11 +206,10 @@ def _failure(status: int, error_type: str, message: str) -> ToolFailure:
 
 def _parse_answer(status: int, body: bytes, clean: Any) -> tuple[list[Series], int, list[str]]:
     """The series of a query or query_range answer (matrix, vector or scalar), native histograms skipped."""
-    try:
-        warnings = [clean(str(w)) for w in (orjson.loads(body).get("warnings") or [])][:5]
-    except (orjson.JSONDecodeError, AttributeError, TypeError):
-        warnings = []
-    data = _envelope(status, body, clean)
+    answer = _decoded(body)
+    found = answer.get("warnings") if isinstance(answer, dict) else None
+    warnings = [clean(str(w)) for w in found[:5]] if isinstance(found, list) else []
+    data = _envelope(status, answer, clean)
     if not isinstance(data, dict) or data.get("resultType") not in ("matrix", "vector", "scalar", "string"):
         raise ToolFailure("METRICS_BAD_RESPONSE", "Prometheus' answer has no result of a known type; not evidence.")
     kind, result = data["resultType"], data.get("result")
@@ -234,10 +238,10 @@ def _series_of(result: list[Any], kind: str) -> tuple[list[Series], int]:
             skipped += 1  # a native histogram: no float values to show
             continue
         points = entry[floats] if kind == "matrix" else [entry[floats]]
-        times, values = series.times, series.values
-        for t, v in points:
-            times.append(float(t))
-            values.append(float(v))
+        if points:
+            stamps, values = zip(*points, strict=True)
+            series.times.extend(map(float, stamps))
+            series.values.extend(map(float, values))
         out.append(series)
         if len(out) > MAX_SERIES_READ:
             break
