@@ -72,16 +72,24 @@ def add_health_routes(app: web.Application, readiness: Readiness) -> None:
     app.router.add_get("/readyz", readiness.handle)
 
 
+def timed_runner(app: web.Application, read_timeout_s: float) -> web.AppRunner:
+    """An AppRunner that drops slow clients: a request's headers must arrive within `read_timeout_s` of the
+    connection (or of the previous response: aiohttp's keep-alive timer closes a connection whose handler still
+    waits for a request head), and a body the handler does not read is drained for at most as long (lingering)."""
+    return web.AppRunner(app, access_log=None, keepalive_timeout=read_timeout_s, lingering_time=read_timeout_s)
+
+
 async def start_health_server(port: int, readiness: Readiness,
-                              extra: Callable[[web.Application], None] | None = None) -> web.AppRunner:
+                              extra: Callable[[web.Application], None] | None = None, *,
+                              read_timeout_s: float = 5.0, host: str = "0.0.0.0") -> web.AppRunner:
     """Serve /healthz and /readyz (plus the routes `extra` adds, e.g. /metrics) on `port` (Socket Mode with PORT
     set); clean up the returned runner."""
     app = web.Application()
     add_health_routes(app, readiness)
     if extra is not None:
         extra(app)
-    runner = web.AppRunner(app, access_log=None)
+    runner = timed_runner(app, read_timeout_s)
     await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", port).start()
+    await web.TCPSite(runner, host, port).start()
     log.info("health endpoints on port %d (GET /healthz, GET /readyz%s)", port, ", GET /metrics" if extra else "")
     return runner

@@ -5,14 +5,18 @@ types get 200 (Slack would retry a 404), and no request ends in a traceback."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 from urllib.parse import parse_qs
 
+import aiohttp
+import aiohttp.http_exceptions
 import orjson
 from aiohttp import web
 from aiohttp.typedefs import Middleware
@@ -22,6 +26,7 @@ from bot.slack_payloads import form_problem, payload_problem
 log = logging.getLogger(__name__)
 
 REPLAY_WINDOW_S = 300
+_SIGNATURE = re.compile(r"v0=[0-9a-f]{64}")
 MAX_JSON_DEPTH = 48
 """Slack payloads (Block Kit included) nest far less; deeper JSON is refused before any recursive parser sees it."""
 
@@ -81,15 +86,47 @@ def signature_valid(secret: str, timestamp: str | None, signature: str | None, b
     return hmac.compare_digest(expected, signature)
 
 
-def request_guard(signing_secret: str, path: str) -> Middleware:
+def headers_fresh(timestamp: str | None, signature: str | None, now: float) -> bool:
+    """Slack's signature headers are there, well formed and the timestamp inside the replay window: checked before
+    a byte of the body is read (an unsigned 1 MiB body is never read, let alone hashed)."""
+    if not timestamp or not signature or not timestamp.isascii() or not timestamp.isdigit() or len(timestamp) > 12:
+        return False
+    return abs(now - int(timestamp)) <= REPLAY_WINDOW_S and _SIGNATURE.fullmatch(signature) is not None
+
+
+def _closing(status: int, error: str) -> web.Response:
+    response = web.json_response({"error": error}, status=status)
+    response.force_close()  # whatever of the body is still unread is not waited for
+    return response
+
+
+async def _read_body(request: web.Request, timeout_s: float) -> bytes | web.Response:
+    """The whole body within `timeout_s` (bounded by client_max_size: 413 beyond it), or the answer to give."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await request.read()
+    except TimeoutError:
+        log.warning("refused a request whose body did not arrive within %.0f s", timeout_s)
+        return _closing(408, "request body too slow")
+    except (ConnectionError, aiohttp.ClientPayloadError, aiohttp.http_exceptions.HttpProcessingError) as exc:
+        log.warning("client went away while sending its request body (%s)", type(exc).__name__)
+        return _closing(400, "incomplete request body")
+
+
+def request_guard(signing_secret: str, path: str, *, body_timeout_s: float = 5.0) -> Middleware:
     """aiohttp middleware guarding POST `path` (other routes pass through untouched)."""
 
     @web.middleware
     async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         if request.method != "POST" or request.path != path:
             return await handler(request)
-        body = await request.read()  # bounded by the application's client_max_size (413 beyond it)
         headers = request.headers
+        if not headers_fresh(headers.get("X-Slack-Request-Timestamp"), headers.get("X-Slack-Signature"), time.time()):
+            log.info("refused a request without fresh Slack signature headers (body not read)")
+            return _closing(401, "invalid signature")
+        body = await _read_body(request, body_timeout_s)
+        if isinstance(body, web.Response):
+            return body
         if not signature_valid(signing_secret, headers.get("X-Slack-Request-Timestamp"),
                                headers.get("X-Slack-Signature"), body, time.time()):
             log.info("refused an unsigned or wrongly signed request (%d bytes)", len(body))

@@ -17,7 +17,7 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
 from bot.app import SlackBot, build_bot
-from bot.health import Readiness, add_health_routes, start_health_server
+from bot.health import Readiness, add_health_routes, start_health_server, timed_runner
 from bot.metering import ack_timer, add_metrics_route
 from bot.request_guard import request_guard
 from bot.slack_errors import error_code
@@ -50,12 +50,12 @@ class ServingServices(Protocol):
 
 
 def build_web_app(app: AsyncApp, metrics: Metrics | None = None, readiness: Readiness | None = None, *,
-                  signing_secret: str | None = None) -> web.Application:
+                  signing_secret: str | None = None, body_timeout_s: float = 5.0) -> web.Application:
     """Bolt's aiohttp application for the Events API behind the request guard, plus GET /healthz, GET /readyz and
     (with metrics) GET /metrics. The guard verifies with `signing_secret`, by default the Bolt app's own."""
     web_app = app.web_app(path=EVENTS_PATH)
     secret = signing_secret if signing_secret is not None else str(getattr(app, "_signing_secret", "") or "")
-    web_app.middlewares.append(request_guard(secret, EVENTS_PATH))
+    web_app.middlewares.append(request_guard(secret, EVENTS_PATH, body_timeout_s=body_timeout_s))
     add_health_routes(web_app, readiness or Readiness([]))
     if metrics is not None:
         web_app.middlewares.append(ack_timer(metrics, EVENTS_PATH))
@@ -134,7 +134,8 @@ async def _serve_socket_mode(bot_app: AsyncApp, app_token: str, settings: Settin
     """Socket Mode, with /healthz, /readyz and /metrics on PORT when PORT is set."""
     health = None
     if "port" in settings.model_fields_set:
-        health = await start_health_server(settings.port, readiness, extra=lambda app: add_metrics_route(app, metrics))
+        health = await start_health_server(settings.port, readiness, extra=lambda app: add_metrics_route(app, metrics),
+                                           read_timeout_s=settings.diag_http_read_timeout_s)
     try:
         await _run_socket_mode(bot_app, app_token, stop, metrics)
     finally:
@@ -145,7 +146,9 @@ async def _serve_socket_mode(bot_app: AsyncApp, app_token: str, settings: Settin
 async def _serve_http(bot_app: AsyncApp, settings: Settings, readiness: Readiness, stop: asyncio.Event,
                       metrics: Metrics) -> None:
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
-    runner = web.AppRunner(build_web_app(bot_app, metrics, readiness, signing_secret=secret), access_log=None)
+    timeout = settings.diag_http_read_timeout_s
+    runner = timed_runner(build_web_app(bot_app, metrics, readiness, signing_secret=secret, body_timeout_s=timeout),
+                          timeout)
     await runner.setup()
     await web.TCPSite(runner, "0.0.0.0", settings.port).start()
     log.info("diagbot listening on port %d (POST %s, GET /healthz, GET /readyz, GET /metrics)", settings.port,

@@ -72,6 +72,9 @@ class Settings(BaseSettings):
     diag_toolsets_file: Path | None = None
 
     port: int = 3000
+    # Slow clients: each request's headers and its body must arrive within this many seconds (both HTTP servers:
+    # /slack/events and the health/metrics server); an idle keep-alive connection is closed after it too.
+    diag_http_read_timeout_s: float = Field(default=5.0, gt=0, le=120)
     # Upgrade the database schema at start (unset: on for SQLite, off elsewhere; `diagbot migrate` does it on demand).
     diag_auto_migrate: bool | None = None
     # Rows of timeline, audit, reasoning audit and runs older than this many days are purged daily.
