@@ -16,6 +16,7 @@ from core.settings import Settings
 from core.stores.sql.db import Database
 from core.tools.knowledge.health import check_knowledge
 from core.tools.logs.health import check_log_backend_choice, check_logs
+from core.tools.registry import current_registry
 from core.tools.sql.health import check_sql, check_sql_privileges
 
 
@@ -34,6 +35,7 @@ def config_checks(settings: Settings, *, serving: bool) -> list[Check]:
         Check("tool.lookup_knowledge", lambda: check_knowledge(settings), failing=Level.WARN),
         Check("tool.query_mysql", lambda: check_sql(settings), failing=Level.WARN),
         Check("tool.query_mysql.privileges", lambda: check_sql_privileges(settings), failing=Level.WARN),
+        *current_registry().checks(settings, readiness=False),  # the registered toolsets (metrics, MCP)
     ]
 
 
@@ -69,5 +71,6 @@ def readiness_checks(settings: Settings, redis: aioredis.Redis | None, database:
         Check("tool.query_logs", lambda: check_logs(settings), failing=Level.WARN),
         Check("tool.lookup_knowledge", lambda: check_knowledge(settings), failing=Level.WARN),
         Check("tool.query_mysql", lambda: check_sql(settings), failing=Level.WARN),
+        *current_registry().checks(settings, readiness=True),
     ]
     return checks

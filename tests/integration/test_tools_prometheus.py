@@ -255,3 +255,29 @@ async def test_oversized_answer_is_cut_off(fake: Any) -> None:
     failure = await _fails(tool, MetricsArgs(query="up"))
     await tool.aclose()
     assert failure.code == "METRICS_RESPONSE_TOO_LARGE"
+
+
+# ---- diagbot check ----------------------------------------------------------------------------------------------
+
+
+async def test_check_probes_build_info_and_a_sample_query(prometheus_server: PrometheusServer) -> None:
+    from core.health.result import Level
+    from core.settings import Settings
+    from core.tools.metrics.toolset import probe
+
+    url = prometheus_server.url.replace("http://", f"http://ops:{PASSWORD}@")
+    ok = await probe(Settings(diag_prometheus_url=url, diag_clock=DEMO_CLOCK))
+    assert ok.level is Level.OK
+    assert "Prometheus 2." in ok.detail
+    assert "count(up) = 5" in ok.detail
+    assert PASSWORD not in ok.detail
+    ready = await probe(Settings(diag_prometheus_url=prometheus_server.url), sample=False)
+    assert ready.level is Level.OK
+    assert "count(up)" not in ready.detail
+    down = await probe(Settings(diag_prometheus_url=f"http://ops:{PASSWORD}@127.0.0.1:{free_port()}"))
+    assert down.level is Level.WARN
+    assert "unreachable" in down.detail
+    assert PASSWORD not in down.detail + down.fix
+    folder = await probe(Settings())
+    assert folder.level is Level.OK
+    assert "39 series of 14 metrics" in folder.detail

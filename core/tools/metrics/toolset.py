@@ -13,6 +13,7 @@ from core.errors import ToolFailure
 from core.health.result import Check, CheckResult, Level
 from core.health.urls import display_url
 from core.settings import Settings
+from core.tools.clock import clock_from
 from core.tools.contract import PlannedCall, Tool, ToolEnv, ToolSpec
 from core.tools.metrics.args import MetricsArgs
 from core.tools.metrics.backend import MetricsBackend
@@ -53,7 +54,7 @@ class MetricsToolset:
 
     def checks(self, settings: Settings, *, readiness: bool) -> Sequence[Check]:
         async def run() -> CheckResult:
-            return await probe(settings)
+            return await probe(settings, sample=not readiness)
 
         return (Check(CHECK_NAME, run, failing=Level.WARN,
                       fix="check DIAG_PROMETHEUS_URL / DIAG_PROMETHEUS_TOKEN, or DIAG_METRICS_PATH"),)
@@ -62,12 +63,13 @@ class MetricsToolset:
         return ()
 
 
-async def probe(settings: Settings, now: datetime | None = None) -> CheckResult:
-    """Prometheus: build info, then a sample query (`count(up)`); embedded: the folder parses and lists series."""
+async def probe(settings: Settings, now: datetime | None = None, *, sample: bool = True) -> CheckResult:
+    """Prometheus: build info, then (`sample`) a sample query, `count(up)`; embedded: the folder parses and lists
+    series. Readiness asks without the sample query."""
     backend = backend_from(settings)
     try:
         if isinstance(backend, PrometheusMetrics):
-            return await _probe_prometheus(backend, settings)
+            return await _probe_prometheus(backend, settings, sample)
         return await _probe_folder(backend, settings, now)
     except ToolFailure as exc:
         where = (f"DIAG_PROMETHEUS_URL {display_url(settings.diag_prometheus_url or '')}" if settings.diag_prometheus_url
@@ -78,13 +80,15 @@ async def probe(settings: Settings, now: datetime | None = None) -> CheckResult:
         await backend.aclose()
 
 
-async def _probe_prometheus(backend: PrometheusMetrics, settings: Settings) -> CheckResult:
+async def _probe_prometheus(backend: PrometheusMetrics, settings: Settings, sample: bool) -> CheckResult:
     info = await backend.build_info()
     version = str(info.get("version") or "unknown version")
-    tool = MetricsTool(backend, lambda: datetime.now(UTC))
-    raw = await tool.run(MetricsArgs(query="count(up)", instant=True))
-    targets = raw.items[0]["last"]["v"] if raw.items and "last" in raw.items[0] else 0
     shown = display_url(settings.diag_prometheus_url or "")
+    if not sample:
+        return CheckResult(name=CHECK_NAME, level=Level.OK, detail=f"DIAG_PROMETHEUS_URL {shown}: Prometheus {version}")
+    tool = MetricsTool(backend, clock_from(settings))
+    raw = await tool.run(MetricsArgs(query="count(up)", instant=True))
+    targets = raw.items[0]["last"]["v"] if raw.items and "last" in raw.items[0] else "no series (no target up then)"
     return CheckResult(name=CHECK_NAME, level=Level.OK,
                        detail=f"DIAG_PROMETHEUS_URL {shown}: Prometheus {version}, count(up) = {targets}")
 
