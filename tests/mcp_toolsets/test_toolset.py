@@ -3,6 +3,7 @@ and its spec (projection items, words, Show evidence) reading only records."""
 
 from __future__ import annotations
 
+import json
 from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
@@ -145,3 +146,22 @@ def test_spec_items_words_and_view() -> None:
     assert spec.subject({"service": "checkout-api"}, projection) == "odd error_rate service=checkout-api"
     nothing = spec.fact(EvidenceStatus.NO_EVIDENCE, {"tool_name": "mcp_git_git_log"}, {}, frozenset())
     assert "does not show all is well" in nothing.text
+
+
+CORPUS = Path(__file__).parent / "corpus" / "hostile_outputs.jsonl"
+HOSTILE = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+@pytest.mark.parametrize("case", HOSTILE, ids=[c["name"] for c in HOSTILE])
+def test_hostile_server_output_is_redacted_and_marked(case: dict[str, Any]) -> None:
+    """What a compromised or careless server may answer: secrets never reach the agent, text addressing the model
+    is inside an untrusted-tool-text span."""
+    raw = RawResult(items=[case["item"]], total_count=1)
+    items = McpSpec().project_items(raw, 50, Cleaner())
+    shown = json.dumps(items, ensure_ascii=False)
+    for secret in case["secrets"]:
+        assert secret not in shown, case["name"]
+    for injection in case["injections"]:
+        index = shown.find(injection)
+        assert index >= 0, (case["name"], shown[:300])
+        assert OPEN in shown[max(0, index - 200):index + 1], (case["name"], shown[:300])
