@@ -7,6 +7,7 @@ is there after the canonical records' TTL. Unknown runs and refusals get the sam
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ from core.contracts.release import PublishedReport
 
 log = logging.getLogger(__name__)
 
+_INDEX = re.compile(r"[0-9]{1,4}")
 VOTE_WORDS = {Vote.UP: "👍", Vote.DOWN: "👎"}
 _FEEDBACK_VALUES = {"positive_feedback": Vote.UP, "negative_feedback": Vote.DOWN}
 
@@ -42,13 +44,19 @@ async def _report(deps: BotDeps, run_id: str, team: Teams, user: str) -> Publish
     return PublishedReport.model_validate(run.published_report)
 
 
+def finding_index(text: str) -> int | None:
+    """A finding's index from a button value: ASCII digits only, at most four (`²`, `٣` or a 5,000-digit number
+    pass str.isdigit and then fail or stall int(); they get the denial, like any value we did not render)."""
+    return int(text) if _INDEX.fullmatch(text) else None
+
+
 async def evidence_message(deps: BotDeps, value: str, team: Teams, user: str) -> dict[str, Any]:
     """The ephemeral "Show evidence" answer for a button value `run_id|index`, or the denial."""
     run_id, _, index_text = value.partition("|")
-    report = await _report(deps, run_id, team, user)
-    if report is None or not index_text.isdigit() or int(index_text) >= len(report.draft.analysis):
+    index = finding_index(index_text)
+    report = await _report(deps, run_id, team, user) if index is not None else None
+    if report is None or index is None or index >= len(report.draft.analysis):
         return {"text": DENIAL}
-    index = int(index_text)
     blocks = fit_blocks(evidence_view(report, index, deps.render.links), run_id=None)
     return {"text": f"Evidence for finding {index + 1} of run {run_id}", "blocks": blocks}
 

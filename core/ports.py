@@ -10,7 +10,7 @@ from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CallSummary, CanonicalRecord, InvocationMeta, RawResult, ToolName
-from core.contracts.feedback import Feedback, FeedbackTally, Vote
+from core.contracts.feedback import Feedback, FeedbackTally, Stored, Vote
 from core.contracts.release import (
     FailureCause,
     PublishedReport,
@@ -241,8 +241,8 @@ class SemanticJudge(Protocol):
 class FeedbackStore(Protocol):
     """One 👍/👎 per user and run (SQL in production)."""
 
-    async def record(self, vote: Feedback) -> None:
-        """Store the vote, replacing the same user's earlier vote on that run."""
+    async def record(self, vote: Feedback) -> Stored:
+        """Store the vote, replacing the same user's earlier vote on that run; what that changed."""
         ...
 
     async def for_run(self, run_id: str) -> list[Feedback]: ...

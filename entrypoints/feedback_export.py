@@ -13,6 +13,14 @@ from pytimeparse.timeparse import timeparse as parse_age
 from core.contracts.feedback import Feedback
 
 FIELDS = ("at", "run_id", "team", "user", "vote")
+# OWASP CSV injection: a cell a spreadsheet would read as a formula (= + - @, or a leading tab / carriage return)
+# gets a leading single quote, which makes it text; the csv module quotes and escapes the rest.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def spreadsheet_safe(cell: str) -> str:
+    """The cell as text a spreadsheet will not evaluate."""
+    return "'" + cell if cell.startswith(FORMULA_STARTS) else cell
 
 
 def since_of(age: str, now: datetime | None = None) -> datetime:
@@ -33,7 +41,7 @@ def export(votes: Sequence[Feedback], fmt: str) -> str:
     if fmt == "json":
         return json.dumps([_row(v) for v in votes], ensure_ascii=False, indent=2)
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=FIELDS)  # RFC 4180 CRLF rows: a CR or LF inside a cell gets quoted
     writer.writeheader()
-    writer.writerows(_row(v) for v in votes)
-    return out.getvalue().rstrip("\n")
+    writer.writerows({key: spreadsheet_safe(value) for key, value in _row(v).items()} for v in votes)
+    return out.getvalue().rstrip("\r\n")

@@ -13,6 +13,14 @@ class Vote(StrEnum):
     DOWN = "down"
 
 
+class Stored(StrEnum):
+    """What recording a vote changed: a first vote, a changed one, or nothing (the same vote clicked again)."""
+
+    NEW = "new"
+    CHANGED = "changed"
+    SAME = "same"
+
+
 class Feedback(BaseModel):
     """One user's vote on one run."""
 

@@ -74,7 +74,8 @@ class Metrics:
                                ["table"], registry=r)
         self._purge_failures = Counter("diagbot_retention_failures", "Retention purges that failed (retried later).",
                                        registry=r)
-        self._feedback = Counter("diagbot_feedback_votes", "👍/👎 votes on final messages.", ["vote"], registry=r)
+        self._feedback = Counter("diagbot_feedback_votes", "👍/👎 votes stored on final messages (a first vote or a "
+                                 "change; the same vote clicked again is not counted).", ["vote"], registry=r)
         self._queue_depth = Gauge("diagbot_queue_depth", "Turns waiting in the job queue.", registry=r)
         self._queue_oldest = Gauge("diagbot_queue_oldest_job_age_seconds", "Age of the oldest waiting turn.", registry=r)
         self._queue_jobs = Counter("diagbot_queue_jobs", "Turn jobs by event: queued, duplicate, full, direct (queue "

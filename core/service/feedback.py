@@ -6,7 +6,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Protocol
 
-from core.contracts.feedback import Feedback, FeedbackTally, Vote
+from core.contracts.feedback import Feedback, FeedbackTally, Stored, Vote
 from core.contracts.run import RunRecord
 from core.observability.metrics import Metrics
 from core.ports import FeedbackStore
@@ -32,8 +32,9 @@ class FeedbackService:
         """Record the user's vote on a run (replacing their earlier one); False for an unknown run."""
         if await self._runs.get(run_id) is None:
             return False
-        await self._store.record(Feedback(run_id=run_id, user=user, team=team, vote=vote, at=self._clock()))
-        self._metrics.feedback(vote.value)
+        stored = await self._store.record(Feedback(run_id=run_id, user=user, team=team, vote=vote, at=self._clock()))
+        if stored is not Stored.SAME:  # the metric counts stored votes (first ones and changes), not clicks
+            self._metrics.feedback(vote.value)
         return True
 
     async def tally(self, run_id: str) -> FeedbackTally:

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from core.contracts.evidence import InvocationMeta
-from core.contracts.feedback import Feedback
+from core.contracts.feedback import Feedback, Stored
 from core.contracts.release import Outcome, StoredDraft
 from core.contracts.run import Intent, RunRecord, RunStatus, TimelineEvent
 from core.stores.sql.audit import UNAVAILABLE
@@ -165,9 +165,14 @@ class InMemoryFeedbackStore:
     def __init__(self) -> None:
         self._votes: dict[tuple[str, str], Feedback] = {}
 
-    async def record(self, vote: Feedback) -> None:
-        """Store the user's vote on the run, replacing an earlier one."""
-        self._votes[(vote.run_id, vote.user)] = vote.model_copy()
+    async def record(self, vote: Feedback) -> Stored:
+        """Store the user's vote on the run, replacing an earlier different one; what that changed."""
+        key = (vote.run_id, vote.user)
+        earlier = self._votes.get(key)
+        if earlier is not None and earlier.vote is vote.vote:
+            return Stored.SAME
+        self._votes[key] = vote.model_copy()
+        return Stored.NEW if earlier is None else Stored.CHANGED
 
     async def for_run(self, run_id: str) -> list[Feedback]:
         """The votes of one run, oldest first."""

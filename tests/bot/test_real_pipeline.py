@@ -232,6 +232,10 @@ async def test_show_evidence_returns_the_findings_real_items_and_is_denied_to_no
     denied = await h.slack.next_response()
     assert denied["text"] == "No run with that id is available to you."
     assert "blocks" not in denied
+    run_id = final["metadata"]["event_payload"]["run_id"]
+    for forged in ("²", "٣", "9" * 5000, "-1", " 1", "1\n", "10000"):  # isdigit() is not enough, nor is int()
+        await h.send.action("show_evidence", f"{run_id}|{forged}", user="U2", response_url=h.slack.response_url("f"))
+        assert (await h.slack.next_response())["text"] == "No run with that id is available to you.", forged
 
 
 async def test_a_thumbs_up_is_stored_once_per_user_and_shown_in_the_trace(real: tuple[Harness, FakeOpenAIServer],

@@ -13,7 +13,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from core.contracts.evidence import EvidenceStatus, InvocationMeta, InvocationState, ToolName
-from core.contracts.feedback import Feedback, Vote
+from core.contracts.feedback import Feedback, Stored, Vote
 from core.contracts.run import EventType, RunRecord, RunStatus, TimelineEvent
 from core.stores.sql import Database, SqlAuditStore, SqlRunStore, SqlTimelineStore, normalize_url
 from core.stores.sql.feedback import SqlFeedbackStore
@@ -231,8 +231,11 @@ async def test_latest_published_only_counts_diagnosis_success(db: Database) -> N
 async def test_feedback_is_one_vote_per_user_and_run_on_every_backend(db: Database) -> None:
     """A second vote of the same user on the same run replaces the first; other users and runs are kept apart."""
     store = SqlFeedbackStore(db)
-    await store.record(Feedback(run_id="run-1", user="U1", team="T1", vote=Vote.UP, at=T0))
-    await store.record(Feedback(run_id="run-1", user="U1", team="T1", vote=Vote.DOWN, at=T0 + timedelta(minutes=1)))
+    assert await store.record(Feedback(run_id="run-1", user="U1", team="T1", vote=Vote.UP, at=T0)) is Stored.NEW
+    assert await store.record(Feedback(run_id="run-1", user="U1", team="T1", vote=Vote.UP,
+                                       at=T0 + timedelta(seconds=30))) is Stored.SAME  # a second click: nothing
+    assert await store.record(Feedback(run_id="run-1", user="U1", team="T1", vote=Vote.DOWN,
+                                       at=T0 + timedelta(minutes=1))) is Stored.CHANGED
     await store.record(Feedback(run_id="run-1", user="U2", team="T1", vote=Vote.UP, at=T0 + timedelta(minutes=2)))
     await store.record(Feedback(run_id="run-2", user="U1", team="T1", vote=Vote.UP, at=T0 + timedelta(minutes=3)))
     votes = await store.for_run("run-1")

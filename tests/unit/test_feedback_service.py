@@ -27,3 +27,17 @@ async def test_votes_are_per_user_latest_wins_unknown_runs_refused_and_counted()
     exposition = metrics.render().decode()
     assert 'diagbot_feedback_votes_total{vote="up"} 2.0' in exposition
     assert 'diagbot_feedback_votes_total{vote="down"} 1.0' in exposition
+
+
+async def test_the_vote_metric_counts_stored_votes_not_clicks() -> None:
+    """Four clicks of 👍 by one user are one stored vote; a change to 👎 is a second; clicking 👎 again is not."""
+    runs = InMemoryRunStore()
+    await runs.create(RunRecord(run_id="run_1", session_key="T:C:1", team="T", channel="C", user="U1", query="q",
+                                started_at=datetime.now(UTC)))
+    metrics = Metrics()
+    service = FeedbackService(InMemoryFeedbackStore(), runs, metrics)
+    for vote in [Vote.UP] * 4 + [Vote.DOWN] * 2:
+        assert await service.vote("run_1", "U1", "T", vote)
+    exposition = metrics.render().decode()
+    assert 'diagbot_feedback_votes_total{vote="up"} 1.0' in exposition
+    assert 'diagbot_feedback_votes_total{vote="down"} 1.0' in exposition

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import RowMapping
 from sqlalchemy.exc import IntegrityError
 
-from core.contracts.feedback import Feedback, Vote
+from core.contracts.feedback import Feedback, Stored, Vote
 from core.stores.sql.db import Database, feedback, from_db_time, to_db_time
 
 
@@ -24,16 +24,20 @@ class SqlFeedbackStore:
     def __init__(self, db: Database) -> None:
         self._db = db
 
-    async def record(self, vote: Feedback) -> None:
-        """Store the user's vote on the run, replacing an earlier one."""
+    async def record(self, vote: Feedback) -> Stored:
+        """Store the user's vote on the run, replacing an earlier different one (the same vote again changes
+        nothing, its time included); what that changed."""
         values = {"team": vote.team, "vote": vote.vote.value, "at": to_db_time(vote.at)}
         key = (feedback.c.run_id == vote.run_id) & (feedback.c.user == vote.user)
         try:
             async with self._db.engine.begin() as conn:
                 await conn.execute(sa.insert(feedback).values(run_id=vote.run_id, user=vote.user, **values))
-        except IntegrityError:  # the user voted on this run before: the new vote replaces it
+            return Stored.NEW
+        except IntegrityError:  # the user voted on this run before: a different vote replaces it
             async with self._db.engine.begin() as conn:
-                await conn.execute(sa.update(feedback).where(key).values(**values))
+                result = await conn.execute(sa.update(feedback).where(key & (feedback.c.vote != vote.vote.value))
+                                            .values(**values))
+            return Stored.CHANGED if result.rowcount else Stored.SAME
 
     async def for_run(self, run_id: str) -> list[Feedback]:
         """The votes of one run, oldest first."""
