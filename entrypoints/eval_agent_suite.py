@@ -10,10 +10,12 @@ A suite is a folder with one folder per incident (eval/agent/make_incidents.py w
 - `recordings/<name>.json`: recorded model answers `{model, server, first_look, expect, wall_s, responses}`, served
   in order by the local OpenAI-compatible server, `{{call:N}}` standing for the N-th tool call's id (demo format).
 
-Scoring reads only what was published: a SUCCESS report is *correct* when it matches every key-fact group and claims
-nothing it must not; *wrong published* when it claims a must-not fact or states a conclusion without the key facts
-(the worst outcome: a confident wrong answer in the incident channel); *incomplete* when published without the cause
-and without anything wrong. Any other outcome (safe fallback, failure) is *abstained*.
+Scoring reads only what was published. *Wrong published* (the worst outcome: a confident wrong answer in the incident
+channel): the report's claims (conclusion, actions, recommendations) contain a must-not fact, or it states a
+conclusion without the key facts. *Correct*: every key-fact group is shown (anywhere in the report) and the cause is
+concluded (for a healthy system, nothing is concluded wrongly). *Incomplete*: published, nothing wrong, but the cause is
+not shown or not concluded. Any other outcome (safe fallback, failure) is *abstained*. Analyses are observations the
+guards verified against the evidence, so a must-not fact there (a loud warning quoted as what it is) is not a claim.
 """
 
 from __future__ import annotations
@@ -84,14 +86,16 @@ def load_suite(folder: Path) -> list[Incident]:
             for p in paths]
 
 
-def published_text(outcome: ReleaseOutcome) -> str:
-    """Everything a published report says (conclusion, analyses, actions, recommendations, limitations), lowercased."""
+def published_text(outcome: ReleaseOutcome, *, claims_only: bool = False) -> str:
+    """What a published report says, lowercased: its claims (conclusion, actions, recommendations) and, unless
+    claims_only, its analyses (observations the guards verified against the evidence)."""
     if outcome.report is None:
         return ""
     draft = outcome.report.draft
     parts = [draft.conclusion.text if draft.conclusion else ""]
-    parts += [a.text for a in draft.analysis] + [a.action for a in draft.action_plan]
-    parts += [r.text for r in draft.recommendations]
+    parts += [a.action for a in draft.action_plan] + [r.text for r in draft.recommendations]
+    if not claims_only:
+        parts += [a.text for a in draft.analysis]
     return "\n".join(parts).lower()
 
 
@@ -99,16 +103,19 @@ def score(spec: IncidentSpec, outcome: ReleaseOutcome) -> tuple[Score, str]:
     """The score of one run's outcome and a short reason."""
     if outcome.outcome is not Outcome.SUCCESS or outcome.report is None:
         return Score.ABSTAINED, outcome.fallback_type.value if outcome.fallback_type else outcome.outcome.value
-    text = published_text(outcome)
-    claimed = [phrase for phrase in spec.must_not_claim if phrase.lower() in text]
+    claims, text = published_text(outcome, claims_only=True), published_text(outcome)
+    claimed = [phrase for phrase in spec.must_not_claim if phrase.lower() in claims]
     if claimed:
         return Score.WRONG_PUBLISHED, "claims " + ", ".join(repr(c) for c in claimed)
     missing = [group for group in spec.key_facts if not any(alt.lower() in text for alt in group)]
-    if not missing:
-        return Score.CORRECT, "shows " + (", ".join(g[0] for g in spec.key_facts) or "no cause, as expected")
-    if outcome.report.draft.conclusion is not None:
+    concluded = outcome.report.draft.conclusion is not None
+    if concluded and missing:
         return Score.WRONG_PUBLISHED, "concludes without " + ", ".join(repr(g[0]) for g in missing)
-    return Score.INCOMPLETE, "published observations without " + ", ".join(repr(g[0]) for g in missing)
+    if not missing and (concluded or not spec.key_facts):
+        return Score.CORRECT, "shows " + (", ".join(g[0] for g in spec.key_facts) or "no cause, as expected")
+    if missing:
+        return Score.INCOMPLETE, "published observations without " + ", ".join(repr(g[0]) for g in missing)
+    return Score.INCOMPLETE, "published the evidence of the cause without concluding it"
 
 
 def write_recording(path: Path, recording: Recording) -> None:

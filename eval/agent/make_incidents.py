@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -248,7 +249,7 @@ def dependency_timeout() -> Incident:
         + "".join(f"INSERT INTO payments VALUES ({i}, 'stripe-gateway', '{'timeout' if i > 6 else 'ok'}', {10000 if i > 6 else 180 + i}, '2026-11-29 16:{10 + i}:00');\n" for i in range(1, 13)))
     return Incident(
         "05_dependency_timeout", "payments are failing at checkout, why?", "2026-11-29T16:40:00Z", "dependency_timeout",
-        [["stripe-gateway", "provider"], ["timed out", "timeout"]], ["connection pool", "memory", "disk", "3.4.1"],
+        [["stripe-gateway", "provider"], ["timed out", "timeout"]], ["connection pool", "memory", "disk", "sdk bump", "roll back"],
         ["payment-service", "checkout-api"],
         [Signal("payment-service", "ERROR", msg, "16:15", "16:40", 15),
          Signal("checkout-api", "ERROR", "POST /checkout 502 Bad Gateway: payment-service answered 504", "16:16", "16:40", 30)],
@@ -352,7 +353,7 @@ def config_error() -> Incident:
         1, "checkout-api", "config", "15:20", "Secrets moved to vault path checkout/prod; PAYMENT_API_URL not migrated")
     return Incident(
         "11_config_error", "checkout-api pods are crash looping", "2026-11-29T15:50:00Z", "configuration",
-        [["payment_api_url", "missing required configuration"]], ["memory", "disk", "connection pool", "2.9.1"],
+        [["payment_api_url", "missing required configuration"]], ["memory", "disk", "connection pool", "price formatting", "roll back"],
         ["checkout-api", "order-service"],
         [Signal("checkout-api", "ERROR", msg, "15:21", "15:50", 45)],
         sql,
@@ -414,6 +415,29 @@ def cache_eviction() -> Incident:
                   "product-service WARN logs in the last hour and the deployments table.", ["Redis memory metrics were not queried."]))
 
 
+def chronological(sql: str) -> str:
+    """Each table's rows numbered in time order (ids grow with time, as in a real table)."""
+    out, rows = [], {}
+    for line in sql.splitlines(keepends=True):
+        match = re.match(r"INSERT INTO (\w+) VALUES \((\d+), (.*)\);\n?$", line)
+        if match and match.group(1) in ("deployments", "changes"):
+            rows.setdefault(match.group(1), []).append(match.group(3))
+            out.append(f"@@{match.group(1)}@@")
+        else:
+            out.append(line)
+    ordered = {t: iter(sorted(r, key=lambda v: re.findall(r"'2026-[^']*'", v)[0])) for t, r in rows.items()}
+    counters = dict.fromkeys(rows, 0)
+    text = []
+    for line in out:
+        if line.startswith("@@"):
+            table = line.strip("@")
+            counters[table] += 1
+            text.append(f"INSERT INTO {table} VALUES ({counters[table]}, {next(ordered[table])});\n")
+        else:
+            text.append(line)
+    return "".join(text)
+
+
 def main() -> None:
     for incident in INCIDENTS():
         folder = HERE / incident.name
@@ -424,7 +448,7 @@ def main() -> None:
         folder.mkdir(parents=True)
         rng = random.Random(incident.name)
         write_logs(folder, incident, rng)
-        (folder / "db.sql").write_text(incident.sql, encoding="utf-8")
+        (folder / "db.sql").write_text(chronological(incident.sql), encoding="utf-8")
         spec = {"question": incident.question, "clock": incident.clock, "category": incident.category,
                 "key_facts": incident.key_facts, "must_not_claim": incident.must_not_claim, "explain": incident.explain,
                 **incident.extra}
