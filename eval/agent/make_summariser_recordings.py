@@ -62,8 +62,8 @@ def summary_draft(calls: list[tuple[str, str, dict[str, Any], dict[str, Any]]]) 
     if not analyses:
         return None
     return {"conclusion": None,
-            "analysis": [{"analysis_id": f"a{i}", "kind": "NORMAL", "text": a["text"], "tool_call_ids": [f"{{{{look:{a['n']}}}}}"]}
-                         for i, a in enumerate(analyses, start=1)],
+            "analysis": [{"analysis_id": f"a{i}", "kind": "NORMAL", "text": a["text"],
+                          "tool_call_ids": [f"{{{{look:{a['n']}}}}}"]} for i, a in enumerate(analyses, start=1)],
             "action_plan": [], "recommendations": [],
             "limitations": {"scope": "The bot's first look only.", "missing_info": ["No further query was made."]}}
 
