@@ -34,9 +34,15 @@ from core.turns.recovery import TurnRecovery
 log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
+EVENTS_ONLY_NEEDS_REDIS = ("DIAG_SERVE_RUNS=false needs REDIS_URL: the runs are left to `diagbot worker` processes, "
+                           "which take them from the queue shared through Redis")
 # apps.connections.open errors that no retry will fix: fail at start-up with a clear message.
 FATAL_TOKEN_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired",
                                 "not_allowed_token_type", "missing_scope"})
+
+
+class ServeNeedsRedis(Exception):
+    """`diagbot serve` with DIAG_SERVE_RUNS=false but no shared queue: its turns would never run."""
 
 
 class ServingServices(Protocol):
@@ -178,17 +184,19 @@ class WorkingBot:
 
 
 @contextlib.asynccontextmanager
-async def working_bot(settings: Settings, services: ServingServices | None = None) -> AsyncIterator[WorkingBot]:
-    """Build the bot over the turn queue and start working it and the recovery job; at the end stop taking turns,
-    let runs finish within DIAG_SHUTDOWN_GRACE_S or hand them back (SIGTERM), and close what was opened here
-    (services passed in belong to the caller). Shared by `diagbot serve` and `diagbot worker`."""
+async def working_bot(settings: Settings, services: ServingServices | None = None, *,
+                      work: bool = True) -> AsyncIterator[WorkingBot]:
+    """Build the bot over the turn queue and start working it (unless `work` is off: events only) and the recovery
+    job; at the end stop taking turns, let runs finish within DIAG_SHUTDOWN_GRACE_S or hand them back (SIGTERM),
+    and close what was opened here (services passed in belong to the caller). Shared by `diagbot serve` and
+    `diagbot worker`."""
     owned: Any = None
     if services is None:
         services = owned = await open_services(settings)
     metrics: Metrics = getattr(services, "metrics", None) or Metrics()  # lighter test doubles may have none
     feedback = getattr(services, "feedback", None)  # votes go to SQL with the real services
     bot = build_bot(settings, services.chat_service, services.kv, metrics=metrics, feedback=feedback,
-                    queue=queue_for(services, metrics))
+                    queue=queue_for(services, metrics), work=work)
     tune_gc()
     bot.start()
     timing = bot.deps.runner.timing
@@ -221,7 +229,11 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
     the caller, who closes them.
     """
     stop = stop or stop_event()
-    async with working_bot(settings, services) as working:
+    if not settings.diag_serve_runs and not settings.redis_url and getattr(services, "redis", None) is None:
+        raise ServeNeedsRedis(EVENTS_ONLY_NEEDS_REDIS)
+    async with working_bot(settings, services, work=settings.diag_serve_runs) as working:
+        if not settings.diag_serve_runs:
+            log.info("taking events only (DIAG_SERVE_RUNS=false): runs are left to diagbot worker processes")
         readiness = build_readiness(settings, working.services, warnings)
         retention = _start_retention(working.services)
         try:

@@ -83,6 +83,10 @@ class Settings(BaseSettings):
     # Turn jobs (SPEC §10, §11): runs per process, SIGTERM grace for in-flight runs, and the queue bound beyond which
     # new turns get an immediate "busy" answer. A job whose worker stopped heartbeating this long is taken over.
     diag_worker_concurrency: int = Field(default=16, ge=1, le=1000)
+    # DIAG_SERVE_RUNS=false: `diagbot serve` only takes events (verify, ack, deduplicate, enqueue) and leaves every run
+    # to `diagbot worker` processes sharing REDIS_URL, so nothing a run does (tools, guard, rendering) shares the loop
+    # that acks Slack within its 3 s. Needs REDIS_URL.
+    diag_serve_runs: bool = True
     diag_shutdown_grace_s: float = Field(default=30.0, ge=0)
     diag_queue_max: int = Field(default=1000, ge=1)
     diag_queue_claim_after_s: float = Field(default=30.0, gt=0)

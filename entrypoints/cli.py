@@ -162,9 +162,12 @@ async def _feedback(settings: Settings, since: str, fmt: str) -> int:
 
 
 async def _serve(settings: Settings) -> int:
-    from bot.serve import serve  # the Slack adapter, imported only for this command
+    from bot.serve import EVENTS_ONLY_NEEDS_REDIS, serve  # the Slack adapter, imported only for this command
     from entrypoints.check import preflight
 
+    if not settings.diag_serve_runs and not settings.redis_url:
+        print(f"diagbot: {EVENTS_ONLY_NEEDS_REDIS}", file=sys.stderr)
+        return EXIT_USAGE
     warnings = await preflight(settings, err=lambda line: print(line, file=sys.stderr))
     if warnings is None:
         return EXIT_USAGE
