@@ -10,6 +10,7 @@ NUMBER_NOT_IN_EVIDENCE with a message naming the quantity, its kind and why.
 from __future__ import annotations
 
 import marshal
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 
@@ -55,7 +56,8 @@ def published_texts(data: GuardInput, run_calls: Sequence[str]) -> Iterator[Publ
         cids: list[str] | None = list(dict.fromkeys(item.tool_call_ids))
         if cids and all(c in data.usable for c in cids):
             negative = item.kind is AnalysisKind.NEGATIVE_OBSERVATION
-            yield Published(f"analysis[{i}].text", item.text, tuple(cids), Context(negative=negative))
+            context = Context(negative=negative, nothing_matched=negative and says_nothing_matched(item.text))
+            yield Published(f"analysis[{i}].text", item.text, tuple(cids), context)
         else:
             cids = None
         aid = item.analysis_id.strip()
@@ -72,6 +74,16 @@ def published_texts(data: GuardInput, run_calls: Sequence[str]) -> Iterator[Publ
     yield Published("limitations.scope", data.draft.limitations.scope, tuple(run_calls), limitations)
     for i, info in enumerate(data.draft.limitations.missing_info):
         yield Published(f"limitations.missing_info[{i}]", info, tuple(run_calls), limitations)
+
+
+_NOTHING = re.compile(
+    r"\b(?:no|none|nothing|not|never|zero|without|neither|nor|absent|empty|0 (?:rows?|lines?|matches|results|hits))\b"
+    r"|n't\b|\bfound no\b|\breturned no\b", re.IGNORECASE)
+
+
+def says_nothing_matched(text: str) -> bool:
+    """Whether a negative observation states that a query found nothing (a negation or an empty result)."""
+    return _NOTHING.search(text) is not None
 
 
 class Grounder:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from core.guard.quantities.evidence import CallEvidence
-from core.guard.quantities.match import close
+from core.guard.quantities.match import fits
 from core.guard.quantities.model import CLOCK_KINDS, NUMERIC_KINDS, Kind, Quantity, Shown
 
 MAX_NUMBERS_PER_ITEM = 24
@@ -49,6 +49,10 @@ class Stated:
 def derive(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallEvidence], text: str) -> Derived | None:
     """The first declared derivation that yields the claim's value, or None."""
     if claim.kind is Kind.DURATION:
+        relation = _RELATION.match(text, claim.end)
+        if relation is not None and not _TIME_FOLLOWS.match(text, relation.end()):
+            # '5 minutes after the deploy': a time between two events, not the length of a window
+            return _time_difference(claim, stated) or _evidence_difference(claim, calls)
         return _time_difference(claim, stated) or _window_length(claim, calls)
     if claim.kind is Kind.PERCENT:
         return _percent_of(claim, stated, calls)
@@ -77,9 +81,41 @@ def _time_difference(claim: Quantity, stated: Sequence[Stated]) -> Derived | Non
     for (qa, a), (qb, b) in itertools.combinations(times, 2):
         for first, second, qf, qs in ((a, b, qa, qb), (b, a, qb, qa)):
             diff = _between(first, second)
-            if close(claim.number, diff, claim.tolerance):
+            if fits(claim, diff):
                 ids = tuple(dict.fromkeys(s.shown.tool_call_id for s in stated if s.claim in (qf, qs)))
                 return Derived("TIME_DIFFERENCE", diff, (f"from {qf.text}", f"to {qs.text}"), ids)
+    return None
+
+
+_RELATION = re.compile(r"\s+(?:after|before|later|earlier|of|since|from|ahead of|prior to)\b", re.IGNORECASE)
+_TIME_FOLLOWS = re.compile(r"\s+(?:\w+\s+){0,2}?\d{1,2}:\d{2}")
+"""'the 60 minutes before 23:30', 'the 28 minutes from 23:02': a window stated by its length and one end."""
+MAX_MOMENTS = 64
+"""Moments read per cited call for a difference between calls (its items' timestamps and date-time cells)."""
+
+
+def _moments(call: CallEvidence) -> list[tuple[tuple[str | None, float], str]]:
+    found: list[tuple[tuple[str | None, float], str]] = []
+    for shown in call.index():
+        if shown.item >= 0 and shown.quantity.kind is Kind.DATETIME and (instant := _instant(shown.quantity)):
+            found.append((instant, shown.quantity.text))
+            if len(found) >= MAX_MOMENTS:
+                break
+    return found
+
+
+def _evidence_difference(claim: Quantity, calls: Sequence[CallEvidence]) -> Derived | None:
+    """'within 5 minutes of the deploy', '2 minutes after the batch started': the difference of two moments the
+    cited calls show, one from each of two calls (the text names the events, not their times)."""
+    if len(calls) < 2:
+        return None
+    moments = [(call.tool_call_id, _moments(call)) for call in calls]
+    for (cid_a, first), (cid_b, second) in itertools.combinations(moments, 2):
+        for a, text_a in first:
+            for b, text_b in second:
+                diff = abs(_between(a, b) if a[0] and b[0] and a[0] != b[0] else b[1] - a[1])
+                if fits(claim, diff):
+                    return Derived("TIME_DIFFERENCE", diff, (f"from {text_a}", f"to {text_b}"), (cid_a, cid_b))
     return None
 
 
@@ -91,7 +127,7 @@ def _window_length(claim: Quantity, calls: Sequence[CallEvidence]) -> Derived | 
             if a is None or b is None:
                 continue
             length = _between(a, b)
-            if close(claim.number, length, claim.tolerance):
+            if fits(claim, length):
                 return Derived("WINDOW_LENGTH", length, (f"window {start.text} to {end.text}",), (call.tool_call_id,))
     return None
 
@@ -109,7 +145,7 @@ def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallE
             by_call.setdefault(s.shown.tool_call_id, []).append((s.claim.number, s.claim.text))
     for cid, numbers in by_call.items():
         for ratio, a, b in _ratios(numbers, at_most_whole=False):
-            if close(claim.number, ratio, claim.tolerance):
+            if fits(claim, ratio):
                 return Derived("PERCENT_OF", ratio, (f"{a} of {b} (stated)",), (cid,))
     if by_call:  # the text says which numbers its percentage is of: no other pair is looked for
         return None
@@ -123,7 +159,7 @@ def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallE
                 items.setdefault(shown.item, []).append((shown.quantity.number, label))
         for item, numbers in items.items():
             for ratio, a, b in _ratios(numbers, at_most_whole=True):
-                if close(claim.number, ratio, claim.tolerance):
+                if fits(claim, ratio):
                     return Derived("PERCENT_OF", ratio, (f"{a} of {b} in item {item}",), (call.tool_call_id,))
     return None
 
@@ -186,6 +222,6 @@ def _sum(claim: Quantity, calls: Sequence[CallEvidence]) -> Derived | None:
             if shown.item >= 0 and shown.quantity.kind in NUMERIC_KINDS and shown.field and shown.quantity.key == shown.field:
                 columns[shown.field] = columns.get(shown.field, 0.0) + shown.quantity.number
         for column, total in columns.items():
-            if close(claim.number, total, claim.tolerance):
+            if fits(claim, total):
                 return Derived("SUM", total, (f"sum of {column} over the listed items",), (call.tool_call_id,))
     return None

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from core.contracts.evidence import CanonicalRecord
+from core.guard.quantities.declared import declared_quantity, row_units
 from core.guard.quantities.exact import Check
 from core.guard.quantities.extract import bare_number, extract, extract_at
 from core.guard.quantities.model import Kind, Origin, Quantity, Shown
@@ -260,6 +261,7 @@ class CallEvidence:
             words = knowledge and key == "text"
             for quantity in leaf_quantities(value, key, words):
                 yield Shown(quantity, Origin.RESULT, cid, i, key)
+        yield from self._declared()
         yield from self._series()
 
     def _series(self, points: bool = False) -> Iterator[Shown]:
@@ -277,6 +279,24 @@ class CallEvidence:
                 else:
                     found = leaf_quantities(value, key)
                 yield from (Shown(q, Origin.RESULT, cid, i, path) for q in found)
+
+    def _declared(self) -> Iterator[Shown]:
+        """Numbers whose unit a sibling field or the row's metric name declares, typed in that unit (besides their
+        plain reading above): `value=92.0, unit="Percent"` is also 92 %."""
+        cid, projection = self.tool_call_id, self.projection
+        columns = [str(c) for c in self._columns]
+        rows: list[tuple[int, Mapping[str, Any]]] = [
+            (i, dict(zip(columns, row, strict=False))) for i, row in enumerate(projection.get("rows") or [])
+            if isinstance(row, list)
+        ]
+        rows += [(i, log["fields"]) for i, log in enumerate(projection.get("logs") or [])
+                 if isinstance(log, dict) and isinstance(log.get("fields"), dict)]
+        for i, row in rows:
+            for key, unit in row_units(row).items():
+                value = row[key]
+                quantity = declared_quantity(float(value), unit, repr(value) if isinstance(value, float) else str(value), key)
+                if quantity is not None and math.isfinite(quantity.number):
+                    yield Shown(quantity, Origin.RESULT, cid, i, key)
 
     def leaves(self) -> Iterator[tuple[int, str, Any]]:
         """(item index, field or column, value) of every listed item's scalar values."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from core.guard.quantities.clock import MONTHS, datetime_quantity, decimals, month_date, time_quantity, valid_date
+from core.guard.quantities.clock import MONTHS, datetime_quantity, decimals, month_date, time_quantity
 from core.guard.quantities.model import Kind, Quantity
 from core.guard.quantities.units import DURATION_SECONDS, MAGNITUDES, RATE_SHORTHANDS, SIZE_BYTES
 from core.guard.quantities.words import digits_for_words
@@ -63,7 +63,8 @@ _HTTP_REASON = re.compile(
     r"|Method Not|Conflict|Gone|Too Many|Internal|Not Implemented|Bad Gateway|Service Unavailable|Gateway Time-?out)\b"
 )
 _LIMIT_CUE_AFTER = re.compile(r"\W{0,2}(?:\w+\W+){0,2}(?:limit|cap|max(?:imum)?)\b", re.I)
-_HTTP_WORDS = frozenset({"http", "status", "responded", "returned", "returning", "returns", "response", "code"})
+_HTTP_WORDS = frozenset({"http", "status", "responded", "returned", "returning", "returns", "response", "code", "answered",
+                         "answering", "answers", "answer"})
 _DOTTED = re.compile(r"\d+(?:\.\d+)*")
 _CODE_WORDS = frozenset({"port", "error", "errno", "err", "code", "sqlstate"})
 _VERSION_WORDS = frozenset({"version", "versions", "release", "build", "tag"})
@@ -144,7 +145,42 @@ def bare_number(value: float, text: str, key: str) -> Quantity:
     return Quantity(kind, value * factor, text, 0, len(text), alt=alt, key=key)
 
 
+_BOUNDS = (
+    ("~", ("about", "around", "roughly", "approximately", "approx.", "approx", "circa", "ca.", "some", "close to",
+           "on the order of", "an estimated")),
+    ("<", ("nearly", "almost", "just under", "just below", "a little under", "a bit under", "just shy of", "not quite")),
+    (">", ("just over", "just above", "a little over", "a bit over", "slightly over", "slightly more than", "just past")),
+    ("<=", ("fewer than", "less than", "under", "below", "at most", "no more than", "within", "not more than")),
+    (">=", ("more than", "over", "above", "at least", "exceeding", "in excess of", "upwards of", "no less than",
+            "not less than")),
+)
+_BOUND_WORDS = tuple(sorted(((word, bound) for bound, words in _BOUNDS for word in words), key=lambda p: len(p[0]), reverse=True))
+_BOUNDED_KINDS = frozenset({Kind.COUNT, Kind.NUMBER, Kind.PERCENT, Kind.DURATION, Kind.SIZE, Kind.RATE})
+
+
+def _bound(text: str, start: int) -> str:
+    """How the words right before a number bound it ('about 490', 'just over 30 s', 'more than 400', '~493')."""
+    if start and text[start - 1] == "~":
+        return "~"
+    before = text[max(0, start - 24) : start].lower().rstrip()
+    if not before or (not before[-1].isalpha() and before[-1] != "."):
+        return ""
+    for word, bound in _BOUND_WORDS:
+        if before.endswith(word) and (len(before) == len(word) or not before[-len(word) - 1].isalnum()):
+            return bound
+    return ""
+
+
 def _classify_number(text: str, match: re.Match[str]) -> Quantity | None:
+    found = _classify_plain(text, match)
+    if found is not None and found.kind in _BOUNDED_KINDS:
+        bound = _bound(text, match.start())
+        if bound:
+            found.bound = bound
+    return found
+
+
+def _classify_plain(text: str, match: re.Match[str]) -> Quantity | None:
     value, tol = _number_value(match)
     start, end = match.start(), match.end()
     written = match.group(0)
@@ -241,8 +277,8 @@ def _quantity(text: str, match: re.Match[str]) -> Quantity | None:
     if group == "version":
         return Quantity(Kind.VERSION, written.lstrip("vV").lower(), written, start, end)
     if group == "date":
-        date = written.replace("/", "-")
-        return Quantity(Kind.DATE, date, written, start, end) if valid_date(date) else None
+        # an impossible date (2026-11-55) is still a date claim: no evidence shows it, so it is never grounded
+        return Quantity(Kind.DATE, written.replace("/", "-"), written, start, end)
     if group == "mdate":
         return month_date(written, start, end)
     if group == "port":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from core.guard.quantities.model import CLOCK_KINDS, DAY_KINDS, NUMERIC_KINDS, Kind, Origin, Quantity, Shown
 
@@ -17,6 +17,9 @@ class Context:
 
     negative: bool = False
     limitations: bool = False
+    nothing_matched: bool = False
+    """The text says a query found nothing ('no rows for 4.19.0', 'nothing matched'): only then may a negative
+    analysis rest on its query text (which shows what was asked, not what is true)."""
 
     def allows(self, claim: Quantity, origin: Origin) -> bool:
         """Whether evidence of this origin may ground this claim here."""
@@ -26,13 +29,41 @@ class Context:
             return claim.kind in _TIMES_AND_DAYS
         if origin is Origin.LIMIT:
             return claim.kind in NUMERIC_KINDS and (claim.limit_cue or self.limitations)
-        return self.negative or self.limitations
+        return (self.negative and self.nothing_matched) or self.limitations
 
 
 def close(claim: float, shown: float, tolerance: float) -> bool:
     """Equal, or inside the claim's rounding: '1 minute' is 30-90 s exclusive, so 30 s is not a minute."""
     gap, noise = abs(claim - shown), 1e-9 * max(1.0, abs(claim))
     return gap <= noise or gap < tolerance - noise
+
+
+APPROX_SHARE = 0.05
+"""'about 490' for 493: an approximate value is within 5 % (or the rounding its written digits show, if wider)."""
+BOUND_FACTOR = 2.0
+"""'more than 400' for 493, 'fewer than 500', 'within 5 minutes': a bound is true and within a factor of 2 of the
+value (a bound far from the value says nothing about it, and would ground any invented number below or above)."""
+
+
+def fits(claim: Quantity, shown: float, shown_bound: str = "") -> bool:
+    """Whether an evidence value satisfies the claim's value as the text states it (exact, about, a bound). Evidence
+    that is itself a bound ('5xx ratio above 40%', a threshold) grounds only its own number, restated."""
+    value, bound = claim.number, claim.bound
+    if shown_bound:
+        return close(value, shown, claim.tolerance)
+    noise = 1e-9 * max(1.0, abs(value))
+    if not bound:
+        return close(value, shown, claim.tolerance)
+    if bound in ("<=", ">="):
+        if bound == "<=":
+            return value / BOUND_FACTOR - noise <= shown <= value + max(claim.tolerance, noise)
+        return value - max(claim.tolerance, noise) <= shown <= value * BOUND_FACTOR + noise
+    slack = max(claim.tolerance, APPROX_SHARE * abs(value))
+    if bound == "<":
+        return value - slack - noise <= shown <= value + claim.tolerance + noise
+    if bound == ">":
+        return value - claim.tolerance - noise <= shown <= value + slack + noise
+    return abs(shown - value) <= slack + noise
 
 
 def _same_clock(claim: float, precision: float, shown: float) -> bool:
@@ -49,17 +80,17 @@ def same_value(claim: Quantity, shown: Quantity) -> bool:
     """Whether an evidence quantity shows the claim's value, with kinds compatible (no origin rules here)."""
     kind, value = claim.kind, claim.value
     if kind in NUMERIC_KINDS:
-        return shown.kind in NUMERIC_KINDS and close(claim.number, shown.number, claim.tolerance)
+        return shown.kind in NUMERIC_KINDS and fits(claim, shown.number, shown.bound)
     if kind in {Kind.PERCENT, Kind.DURATION, Kind.RATE}:
-        return shown.kind is kind and close(claim.number, shown.number, claim.tolerance)
+        return shown.kind is kind and fits(claim, shown.number, shown.bound)
     if kind is Kind.SIZE:
         if shown.kind is not Kind.SIZE:
             return False
-        claims = [(claim.number, claim.tolerance)]
+        claims = [claim]
         if claim.alt is not None and claim.number:
-            claims.append((claim.alt, claim.tolerance * claim.alt / claim.number))
+            claims.append(replace(claim, value=claim.alt, tolerance=claim.tolerance * claim.alt / claim.number))
         shows = [shown.number] + ([shown.alt] if shown.alt is not None else [])
-        return any(close(c, s, t) for c, t in claims for s in shows)
+        return any(fits(c, s, shown.bound) for c in claims for s in shows)
     if kind is Kind.TIME:
         clock = shown.clock if shown.kind is Kind.DATETIME else shown.value if shown.kind is Kind.TIME else None
         return isinstance(clock, float) and _same_clock(claim.number, claim.tolerance, clock)

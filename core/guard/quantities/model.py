@@ -66,6 +66,10 @@ class Quantity:
     """For evidence: the field or column it was shown in ('' for free text)."""
     noun: str = ""
     """For a count: the one or two words after it, lower case ('pods' in '3 pods', 'pool samples' in '3 pool samples')."""
+    bound: str = ""
+    """How the text bounds the value: '' exact (within `tolerance`), '~' about, '<' nearly (at most, close below),
+    '>' just over (at least, close above), '<=' fewer than / within (at most, down to half), '>=' more than (at least,
+    up to twice). See core/guard/quantities/match.py:fits."""
 
     @property
     def number(self) -> float:

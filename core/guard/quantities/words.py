@@ -37,6 +37,54 @@ def _short(match: re.Match[str]) -> str:
     return f"{match[1]} {_UNIT_SHORT[match[2].lower()]}"
 
 
+# "18.7 million rows": a number and a magnitude word become the glued magnitude the extractor reads (18.7M), before
+# text2num, which would read "18.7 million" as "18.7 1000000".
+_MAGNITUDE_WORD = re.compile(r"\b(\d+(?:\.\d+)?) (thousand|million|billion)\b", re.IGNORECASE)
+_MAGNITUDE_SUFFIX = MappingProxyType({"thousand": "k", "million": "M", "billion": "bn"})
+# "an hour after the deploy", "half an hour before": one unit of time in a relation between two moments (alone, "in
+# an hour" is usually a plan, not a measurement, so it is left as words).
+_ONE_UNIT = re.compile(r"\b(half an hour|an hour|a minute|a second|a day|a week)(?= (?:after|before|later|earlier|of|since)\b)",
+                       re.IGNORECASE)
+_ONE_UNIT_DIGITS = MappingProxyType({"half an hour": "30 min", "an hour": "1 h", "a minute": "1 min", "a second": "1 s",
+                                     "a day": "1 day", "a week": "1 week"})
+# Roman numerals as counts ("XVII connections"): upper case, three letters or more (or two before a lower-case word),
+# minus the words and abbreviations operations text writes in capitals (CI, CD, DC, MD, DIV, MIX, ...).
+_ROMAN = re.compile(r"(?<![\w-])(?=[MDCLXVI]{2,}(?![\w-]))(M{0,3}(?:CM|CD|D?C{0,3})(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3}))(?![\w-])"
+                    r"(?=( [a-z])?)")
+_ROMAN_WORDS = frozenset({"CI", "CD", "DC", "MD", "MC", "MM", "CM", "DI", "LI", "MI", "DIV", "MIX", "CIV", "DIM", "MID",
+                          "LID", "VID", "CLI", "DLL", "MDM", "CC", "XL", "LL", "II", "III", "IV", "VI", "VII", "VIII",
+                          "IX", "XI", "CX", "MCM", "DCL"})
+_ROMAN_VALUES = MappingProxyType({"M": 1000, "D": 500, "C": 100, "L": 50, "X": 10, "V": 5, "I": 1})
+
+
+def _roman_value(numeral: str) -> int:
+    total = 0
+    for index, char in enumerate(numeral):
+        value = _ROMAN_VALUES[char]
+        following = _ROMAN_VALUES[numeral[index + 1]] if index + 1 < len(numeral) else 0
+        total += -value if value < following else value
+    return total
+
+
+def _roman(match: re.Match[str]) -> str:
+    numeral = match[1]
+    if not numeral or numeral in _ROMAN_WORDS or (len(numeral) < 3 and not match[2]):
+        return match[0]
+    return str(_roman_value(numeral))
+
+
+def _plain_forms(text: str) -> str:
+    """Magnitude words, one-unit durations and roman numerals written as digits (before text2num)."""
+    if "illion" in text or "housand" in text:
+        text = _MAGNITUDE_WORD.sub(lambda m: m[1] + _MAGNITUDE_SUFFIX[m[2].lower()], text)
+    if " a" in text or text[:1] in "aAhH":
+        text = _ONE_UNIT.sub(lambda m: _ONE_UNIT_DIGITS[m[1].lower()], text)
+    if _ROMAN_LETTERS.search(text):
+        text = _ROMAN.sub(_roman, text)
+    return text
+
+
+_ROMAN_LETTERS = re.compile(r"[MDCLXVI]{2}")
 _STEMS = ("one", "two", "thre", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twel", "twent",
           "thirt", "fift", "hundred", "thousand", "million", "billion", "dozen", "twice", "thrice", "couple", "pair")
 """Substrings every number word contains: a cheap first test (false hits only cost the exact one)."""
@@ -44,6 +92,7 @@ _STEMS = ("one", "two", "thre", "four", "five", "six", "seven", "eight", "nine",
 
 def digits_for_words(text: str) -> str:
     """The text with spelled-out numbers as digits (unchanged when it has none)."""
+    text = _plain_forms(text)
     lowered = text.lower()
     if not any(stem in lowered for stem in _STEMS) or HAS_WORDS.search(text) is None:
         return text
