@@ -108,5 +108,56 @@ def add_cases(case: Callable[..., None], draft: Callable[..., dict[str, Any]]) -
     ]
     for category, text, calls, note in invented:
         one(category, False, text, calls, note)
+    _sibling_units(case, draft)
     case("metrics-citation", False, draft(("checkout-api's error ratio was 0% throughout.", ["m_none"]), scope=SCOPE),
          "NORMAL citing NO_EVIDENCE", ["EVIDENCE_KIND_MISMATCH"])
+
+
+CLOUDWATCH = {
+    "run_id": "eval", "tool_call_id": "x_cloudwatch", "tool_name": "query_mysql",
+    "arguments": {"sql": "SELECT ts, metric, value, unit FROM rds_metrics ORDER BY ts"},
+    "effective_arguments": {"sql": "SELECT ts, metric, value, unit FROM rds_metrics ORDER BY ts"},
+    "state": "READY", "evidence_status": "EVIDENCE_FOUND",
+    "projection": {"tool_call_id": "x_cloudwatch", "tool_name": "query_mysql", "evidence_status": "EVIDENCE_FOUND",
+                   "count": 5, "truncated": False, "error": None, "columns": ["ts", "metric", "value", "unit"],
+                   "rows": [["2026-11-29 23:05:00", "CPUUtilization", 92.0, "Percent"],
+                            ["2026-11-29 23:05:00", "ReadLatency", 0.0123, "Seconds"],
+                            ["2026-11-29 23:05:00", "FreeableMemory", 1500000000, "Bytes"],
+                            ["2026-11-29 23:05:00", "WriteIOPS", 42.0, "Count/Second"],
+                            ["2026-11-29 23:05:00", "DatabaseConnections", 187, "Count"]]},
+    "started_at": "2026-11-29T23:30:00Z",
+}
+CLOUDWATCH_LOG = {
+    "run_id": "eval", "tool_call_id": "x_cw_log", "tool_name": "query_logs",
+    "arguments": {"service": "shop-db", "query": "metric"},
+    "effective_arguments": {"service": "shop-db", "query": "metric", "start": "2026-11-29T22:30:00Z",
+                            "end": "2026-11-29T23:30:00Z", "limit": 20},
+    "state": "READY", "evidence_status": "EVIDENCE_FOUND",
+    "projection": {"tool_call_id": "x_cw_log", "tool_name": "query_logs", "evidence_status": "EVIDENCE_FOUND",
+                   "count": 1, "truncated": False, "window_start": "2026-11-29T22:30:00Z",
+                   "window_end": "2026-11-29T23:30:00Z",
+                   "logs": [{"timestamp": "2026-11-29T23:06:00.000Z", "service": "shop-db", "level": "WARN",
+                             "message": "metric alarm DiskQueueDepth breached",
+                             "fields": {"metric": "ReplicaLag", "value": 95, "unit": "Milliseconds"}}]},
+    "started_at": "2026-11-29T23:30:00Z",
+}
+
+
+def _sibling_units(case: Callable[..., None], draft: Callable[..., dict[str, Any]]) -> None:
+    """SQL rows and log fields that carry their unit in a sibling column (CloudWatch-style value + unit)."""
+    scope = "the rds_metrics table and shop-db logs"
+    for text, valid, note in [
+        ("RDS CPU utilisation was 92% at 23:05.", True, "value 92.0 beside unit Percent"),
+        ("Read latency was 12.3 ms at 23:05.", True, "0.0123 Seconds"),
+        ("Freeable memory was down to 1.5 GB.", True, "1500000000 Bytes"),
+        ("The database wrote 42 IOPS per second.", True, "42 Count/Second"),
+        ("187 connections were open at 23:05.", True, "a Count is a plain number"),
+        ("RDS CPU utilisation was 95% at 23:05.", False, "92%, not 95%"),
+        ("Read latency was 123 ms.", False, "12.3 ms, a factor of ten"),
+        ("Freeable memory was 15 GB.", False, "1.5 GB"),
+        ("Connections grew at 187 per second.", False, "a Count is no rate"),
+    ]:
+        case("sibling-unit", valid, draft((text, ["x_cloudwatch"]), scope=scope), note, extra=[CLOUDWATCH])
+    for text, valid, note in [("Replica lag reached 95 ms at 23:06.", True, "value 95 beside unit Milliseconds"),
+                              ("Replica lag reached 95 s.", False, "95 ms, not 95 s")]:
+        case("sibling-unit", valid, draft((text, ["x_cw_log"]), scope=scope), note, extra=[CLOUDWATCH_LOG])
