@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
 from collections.abc import Sequence
 from datetime import datetime
@@ -44,10 +45,11 @@ class McpToolset:
         path = settings.diag_toolsets_file
         if path is None:
             return ()
+        toolsets = load_toolsets(path)
+        await _import_sdk()
         from core.tools.mcp.manager import McpManager
         from core.tools.mcp.tool import McpTool
 
-        toolsets = load_toolsets(path)
         manager = McpManager(toolsets, strict=settings.diag_model_strict)
         env.stack.push_async_callback(manager.close)
         await manager.start()
@@ -110,6 +112,7 @@ class _Probe:
 
     async def _start(self) -> McpManager:
         if self._manager is None:
+            await _import_sdk()
             from core.tools.mcp.manager import McpManager
 
             self._manager = McpManager(self._toolsets, strict=self._strict)
@@ -117,6 +120,12 @@ class _Probe:
         assert self._started is not None
         await asyncio.shield(self._started)
         return self._manager
+
+
+async def _import_sdk() -> None:
+    """Import the SDK in a worker thread: building its pydantic models takes about a second of CPU, which on the
+    event loop would stall every other check (or request) running beside it."""
+    await asyncio.to_thread(importlib.import_module, "core.tools.mcp.tool")
 
 
 def server_line(state: ServerState) -> CheckResult:
