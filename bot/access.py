@@ -89,3 +89,7 @@ class RunAccess:
         if user not in await self._members.members(run.channel):
             return None
         return run
+
+    async def may_see_channel(self, channel: str, user: str) -> bool:
+        """True when `user` is a member of `channel` (a turn still queued there has no run record to check yet)."""
+        return bool(channel and user) and user in await self._members.members(channel)

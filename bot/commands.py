@@ -53,12 +53,17 @@ async def safe_trace_message(deps: BotDeps, run_id: str, team: Teams, user: str)
 
 
 async def cancel_message(deps: BotDeps, run_id: str, team: Teams, user: str) -> str:
-    """Cancel a run the user may see; the same denial otherwise."""
+    """Cancel a run the user may see, or its turn still waiting in the queue (no run record yet: authorised by
+    membership of the turn's channel, its job id `<channel>:<ts>`); the same denial otherwise."""
     run = await deps.access.run_for(run_id, team, user)
     if run is None:
-        return DENIAL
+        job_id = await deps.jobs.queue.job_of_run(run_id)
+        channel = job_id.partition(":")[0] if job_id else ""
+        if not await deps.access.may_see_channel(channel, user):
+            return DENIAL
     if await deps.jobs.cancel_run(run_id):
-        return f"Cancelling run {code(run_id)}."
+        return f"Cancelling run {code(run_id)}." if run is not None else (
+            f"Cancelled run {code(run_id)} before it started.")
     return f"Run {code(run_id)} is not running."
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from bot.access import DENIAL
+from core.contracts.run import SessionKey
+from core.queue.job import Enqueued, TurnJob, turn_job_id
 from tests.bot.conftest import Harness
 from tests.bot.slack_requests import mention
 
@@ -128,3 +130,28 @@ async def test_denied_cancel_leaves_the_running_run_alone(harness: Harness) -> N
     await harness.settle()
     final = harness.slack.calls_of("chat.update")[-1].params
     assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
+
+
+async def test_diag_cancel_reaches_a_turn_still_waiting_in_the_queue(harness: Harness) -> None:
+    """A turn queued behind its thread's running turn has no run record yet: /diag cancel <its run id> by a member
+    of its channel cancels it (it never runs; its thread says so); a non-member gets the denial and changes nothing."""
+    harness.chat.delay_s = 30
+    await harness.send.event(mention(ts="20.0"))
+    await asyncio.wait_for(harness.chat.started.wait(), 5)
+    queue = harness.bot.deps.jobs.queue
+    session = SessionKey(team="T1", channel="C1", thread_ts="20.0")
+    for ts, run_id in (("20.5", "run_waiting"), ("20.6", "run_waiting_too")):
+        job = TurnJob(job_id=turn_job_id("C1", ts), session=session, text="and the pool?", user="U2", message_ts=ts,
+                      run_id=run_id)
+        assert await queue.enqueue(job, 100) is Enqueued.QUEUED  # what a follow-up's listener does
+    answers = []
+    for user, run_id in (("U9", "run_waiting_too"), ("U2", "run_waiting"), ("U2", "run_unknown")):
+        await harness.send.command(f"cancel {run_id}", user=user, response_url=harness.slack.response_url(user))
+        answers.append((await harness.slack.next_response())["text"])
+    assert answers == [DENIAL, "Cancelled run `run_waiting` before it started.", DENIAL]
+    harness.chat.delay_s = 0  # the turn left waiting runs at once after the first
+    await harness.send.command("cancel run_1", user="U1", response_url=harness.slack.response_url("first"))
+    assert (await harness.slack.next_response())["text"] == "Cancelling run `run_1`."
+    await harness.settle()
+    assert [t.message_ts for t in harness.chat.turns] == ["20.0", "20.6"]  # the cancelled one never ran
+    assert any("Cancelled before it started" in str(m["blocks"]) for m in harness.slack.finals("C1", "20.0"))
