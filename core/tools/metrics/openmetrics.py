@@ -175,7 +175,7 @@ class MetricsFolder:
             return cached[1]
         try:
             loaded: Loaded | None = load_file(path)
-        except Exception:  # noqa: BLE001 - a bad file is skipped whatever the parser raises: besides ValueError,
+        except Exception:  # a bad file is skipped whatever the parser raises: besides ValueError,
             # prometheus_client raises AttributeError/TypeError on some malformed timestamps (found by fuzzing)
             loaded = None
         if loaded is not None:
