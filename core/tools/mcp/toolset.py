@@ -93,7 +93,7 @@ class _Probe:
     def __init__(self, toolsets: ToolsetsFile, *, strict: bool) -> None:
         self._toolsets, self._strict = toolsets, strict
         self._manager: McpManager | None = None
-        self._started: asyncio.Task[None] | None = None
+        self._started: asyncio.Future[None] | None = None
         self._pending = len(toolsets.mcp)
 
     def runner(self, config: McpServerConfig) -> Any:
@@ -111,15 +111,18 @@ class _Probe:
         return run
 
     async def _start(self) -> McpManager:
-        if self._manager is None:
-            await _import_sdk()
-            from core.tools.mcp.manager import McpManager
-
-            self._manager = McpManager(self._toolsets, strict=self._strict)
-            self._started = asyncio.ensure_future(self._manager.start())
-        assert self._started is not None
+        if self._started is None:  # set before any await: the per-server checks start together
+            self._started = asyncio.ensure_future(self._boot())
         await asyncio.shield(self._started)
+        assert self._manager is not None
         return self._manager
+
+    async def _boot(self) -> None:
+        await _import_sdk()
+        from core.tools.mcp.manager import McpManager
+
+        self._manager = McpManager(self._toolsets, strict=self._strict)
+        await self._manager.start()
 
 
 async def _import_sdk() -> None:
