@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -78,6 +78,18 @@ class KeyValueStore(Protocol):
 
     async def delete_if(self, key: str, value: str) -> bool:
         """Delete the key only if it still holds `value` (an owner releasing its lease); True if deleted."""
+        ...
+
+    async def set_many(self, values: Mapping[str, str], ttl_s: float) -> None:
+        """set() of several keys with one TTL, in one round trip."""
+        ...
+
+    async def renew_many(self, leases: Mapping[str, str], ttl_s: float) -> list[bool]:
+        """renew() of several leases (key -> the owner's value) in one round trip; True for each still owned."""
+        ...
+
+    async def delete_many(self, keys: Sequence[str], owned: Mapping[str, str] | None = None) -> None:
+        """delete() of `keys` and delete_if() of each `owned` lease (key -> the owner's value), in one round trip."""
         ...
 
 

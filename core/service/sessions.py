@@ -13,7 +13,8 @@ Cancellation works across processes too: `cancel:<run_id>` is a KV flag, and `se
 `run-active:<run_id>` say which run a session is running right now. `run-active:<run_id>` is also the run's
 heartbeat (a lease renewed like the lock): the recovery job treats a RUNNING run without it as abandoned.
 
-One keeper task per gate renews every lease and polls the cancel flags of all local runs in one MGET. No run
+One keeper task per gate renews every lease of all local runs in one round trip (a script) and polls their cancel
+flags in one MGET. No run
 ever waits for a helper task to stop: a task that is cancelled may keep running (redis-py can swallow a
 cancel), so ending a run only removes it from the keeper's maps, and the keeper exits by itself when idle.
 """
@@ -163,8 +164,8 @@ class SessionGate:
         """Register a running run so it can be cancelled here or from another process."""
         self._active[run_id] = _Active(session_key, cancelled)
         try:
-            await self._kv.set(active_run_key(run_id), session_key, self._lease_s)
-            await self._kv.set(session_run_key(session_key), run_id, self._lease_s)
+            await self._kv.set_many({active_run_key(run_id): session_key, session_run_key(session_key): run_id},
+                                    self._lease_s)
             self._hold(active_run_key(run_id), session_key)
             self._hold(session_run_key(session_key), run_id)
             yield
@@ -177,9 +178,8 @@ class SessionGate:
             await asyncio.shield(self._forget(session_key, run_id))
 
     async def _forget(self, session_key: str, run_id: str) -> None:
-        await self._kv.delete(active_run_key(run_id))
-        await self._kv.delete(cancel_key(run_id))
-        await self._kv.delete_if(session_run_key(session_key), run_id)
+        await self._kv.delete_many([active_run_key(run_id), cancel_key(run_id)],
+                                   owned={session_run_key(session_key): run_id})
 
     async def _keep(self) -> None:
         """Renew leases every lease/3 and poll cancel flags; ends when nothing is held (restarted on demand)."""
@@ -206,8 +206,10 @@ class SessionGate:
                 active.cancelled.set()
 
     async def _renew_all(self) -> None:
-        for key, value in list(self._leases.items()):
-            if await self._kv.renew(key, value, self._lease_s) or self._leases.get(key) != value:
+        leases = dict(self._leases)  # every lease of every local run in one round trip
+        held = await self._kv.renew_many(leases, self._lease_s)
+        for (key, value), renewed in zip(leases.items(), held, strict=True):
+            if renewed or self._leases.get(key) != value:
                 continue
             # Lapsed (this process stalled longer than the lease): write it back only if nobody took it.
             if not await self._kv.set_if_absent(key, value, self._lease_s):
@@ -260,9 +262,8 @@ class SessionGate:
             if self._leases.get(key) == value:
                 del self._leases[key]
         self._idle_check()
-        await self._kv.delete_if(lock_key(session_key), run_id)
-        await self._kv.delete(active_run_key(run_id))
-        await self._kv.delete_if(session_run_key(session_key), run_id)
+        await self._kv.delete_many([active_run_key(run_id)],
+                                   owned={lock_key(session_key): run_id, session_run_key(session_key): run_id})
 
     def is_active(self, run_id: str) -> bool:
         """True while the run is running in this process."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import redis.asyncio as aioredis
@@ -77,10 +77,42 @@ class InMemoryKV:
         del self._data[key]
         return True
 
+    async def set_many(self, values: Mapping[str, str], ttl_s: float) -> None:
+        """set() of several keys with one TTL."""
+        for key, value in values.items():
+            await self.set(key, value, ttl_s)
+
+    async def renew_many(self, leases: Mapping[str, str], ttl_s: float) -> list[bool]:
+        """renew() of several leases; True for each still owned."""
+        return [await self.renew(key, value, ttl_s) for key, value in leases.items()]
+
+    async def delete_many(self, keys: Sequence[str], owned: Mapping[str, str] | None = None) -> None:
+        """delete() of `keys`, delete_if() of each `owned` lease."""
+        for key in keys:
+            self._data.pop(key, None)
+        for key, value in (owned or {}).items():
+            await self.delete_if(key, value)
+
 
 # Compare-and-act on a lease: atomic in Redis, so an owner whose lease expired and was taken cannot touch the new one.
 _RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end"
 _DELETE_IF = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) else return 0 end"
+# The same for many leases at once (KEYS: the leases; ARGV: the TTL in ms, then each owner's value in KEYS' order).
+_RENEW_MANY = """
+local held = {}
+for i, key in ipairs(KEYS) do
+  if redis.call('GET', key) == ARGV[i + 1] then held[i] = redis.call('PEXPIRE', key, ARGV[1]) else held[i] = 0 end
+end
+return held
+"""
+# KEYS: plain keys, then owned leases; ARGV: how many plain keys, then each lease owner's value in KEYS' order.
+_DELETE_MANY = """
+local plain = tonumber(ARGV[1])
+for i, key in ipairs(KEYS) do
+  if i <= plain or redis.call('GET', key) == ARGV[i - plain + 1] then redis.call('DEL', key) end
+end
+return 1
+"""
 
 
 class RedisKV:
@@ -91,6 +123,8 @@ class RedisKV:
         self._prefix = prefix
         self._renew = client.register_script(_RENEW)
         self._delete_if = client.register_script(_DELETE_IF)
+        self._renew_many = client.register_script(_RENEW_MANY)
+        self._delete_many = client.register_script(_DELETE_MANY)
 
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -137,3 +171,35 @@ class RedisKV:
         """DEL the key if it still holds `value` (one Lua script: atomic)."""
         result: Any = await self._call(lambda: self._delete_if(keys=[self._prefix + key], args=[value]))
         return bool(result)
+
+    async def set_many(self, values: Mapping[str, str], ttl_s: float) -> None:
+        """SET PX of several keys in one pipeline (one round trip, not a transaction)."""
+        if not values:
+            return
+        px = ttl_ms(ttl_s)
+
+        async def op() -> Any:
+            async with self._client.pipeline(transaction=False) as pipe:
+                for key, value in values.items():
+                    pipe.set(self._prefix + key, value, px=px)
+                return await pipe.execute()
+
+        await self._call(op)
+
+    async def renew_many(self, leases: Mapping[str, str], ttl_s: float) -> list[bool]:
+        """renew() of several leases in one Lua script (each compare-and-PEXPIRE atomic)."""
+        if not leases:
+            return []
+        keys = [self._prefix + key for key in leases]
+        args: list[str | int] = [ttl_ms(ttl_s), *leases.values()]
+        held: Any = await self._call(lambda: self._renew_many(keys=keys, args=args))
+        return [bool(h) for h in held]
+
+    async def delete_many(self, keys: Sequence[str], owned: Mapping[str, str] | None = None) -> None:
+        """DEL of `keys` and compare-and-DEL of each `owned` lease, in one Lua script."""
+        owned = owned or {}
+        if not keys and not owned:
+            return
+        names = [self._prefix + key for key in (*keys, *owned)]
+        args: list[str | int] = [len(keys), *owned.values()]
+        await self._call(lambda: self._delete_many(keys=names, args=args))

@@ -75,15 +75,15 @@ class InMemoryAuditStore:
 
     async def record_draft(self, stored: StoredDraft) -> None:
         """Keep a checked draft (a copy)."""
-        self._drafts.append(stored.model_copy(deep=True))
+        self._drafts.append(_copy_model(stored))
 
     async def drafts(self, run_id: str) -> list[StoredDraft]:
         """The run's stored drafts, in check order."""
-        return [d.model_copy(deep=True) for d in self._drafts if d.run_id == run_id]
+        return [_copy_model(d) for d in self._drafts if d.run_id == run_id]
 
     async def drafts_since(self, since: datetime, limit: int = 10_000) -> list[StoredDraft]:
         """Drafts recorded at or after `since`, oldest first."""
-        return [d.model_copy(deep=True) for d in self._drafts if d.recorded_at >= since][:limit]
+        return [_copy_model(d) for d in self._drafts if d.recorded_at >= since][:limit]
 
 
 class InMemoryTimelineStore:

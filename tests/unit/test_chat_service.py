@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -66,6 +66,19 @@ class MemoryKV:
             return False
         del self.data[key]
         return True
+
+    async def set_many(self, values: Mapping[str, str], ttl_s: float) -> None:
+        self.data.update(values)
+
+    async def renew_many(self, leases: Mapping[str, str], ttl_s: float) -> list[bool]:
+        return [self.data.get(k) == v for k, v in leases.items()]
+
+    async def delete_many(self, keys: Sequence[str], owned: Mapping[str, str] | None = None) -> None:
+        for key in keys:
+            self.data.pop(key, None)
+        for key, value in (owned or {}).items():
+            if self.data.get(key) == value:
+                del self.data[key]
 
 
 class MemoryRuns:
