@@ -56,8 +56,7 @@ def published_texts(data: GuardInput, run_calls: Sequence[str]) -> Iterator[Publ
         cids: list[str] | None = list(dict.fromkeys(item.tool_call_ids))
         if cids and all(c in data.usable for c in cids):
             negative = item.kind is AnalysisKind.NEGATIVE_OBSERVATION
-            context = Context(negative=negative, nothing_matched=negative and says_nothing_matched(item.text))
-            yield Published(f"analysis[{i}].text", item.text, tuple(cids), context)
+            yield Published(f"analysis[{i}].text", item.text, tuple(cids), Context(negative=negative))
         else:
             cids = None
         aid = item.analysis_id.strip()
@@ -81,9 +80,15 @@ _NOTHING = re.compile(
     r"|n't\b|\bfound no\b|\breturned no\b", re.IGNORECASE)
 
 
-def says_nothing_matched(text: str) -> bool:
-    """Whether a negative observation states that a query found nothing (a negation or an empty result)."""
-    return _NOTHING.search(text) is not None
+_CLAUSE_END = re.compile(r"[.;:!?()\[\]—–]|\s(?:but|while|whereas|although|and then)\s")
+
+
+def says_nothing_matched(text: str, claim: Quantity) -> bool:
+    """Whether the clause holding the claim states that a query found nothing (a negation or an empty result):
+    'No deployment of 4.19.0 was found' does, '4.19.0 was rolled back; nothing else stood out' does not."""
+    start = max((m.end() for m in _CLAUSE_END.finditer(text, 0, claim.start)), default=0)
+    end = next((m.start() for m in _CLAUSE_END.finditer(text, claim.end)), len(text))
+    return _NOTHING.search(text, start, end) is not None
 
 
 class Grounder:
@@ -147,6 +152,7 @@ class Grounder:
             kept = self.data.extracted[item.text] = (converted, tuple(found))
         text, claims = kept
         calls = [self.evidence(c) for c in item.calls if c in self.records]
+        series = any(c.has_series for c in calls)
         stated: list[Stated] = []
         pending: list[Quantity] = []
         seen: dict[tuple[object, ...], Shown | None] = {}
@@ -159,14 +165,18 @@ class Grounder:
                 and is_limit_statement(text, claim)
             ):
                 claim = replace(claim, limit_cue=True)  # a copy: the extracted claims are kept for this check
-            identity = (claim.kind, claim.value, claim.clock, claim.tolerance, claim.limit_cue,
-                        series_stat(text, claim.start) if claim.kind not in TIMES_AND_DAYS else None)
+            stat = series_stat(text, claim.start) if series and claim.kind not in TIMES_AND_DAYS else None
+            identity = (claim.kind, claim.value, claim.clock, claim.tolerance, claim.limit_cue, claim.bound, stat,
+                        item.context.negative and says_nothing_matched(text, claim))
             if identity in seen:  # each distinct quantity is searched (and reported) once per text
                 earlier = seen[identity]
                 if earlier is not None:
                     stated.append(Stated(claim, earlier))  # but both '20's of 'active=20 of max_size=20' are inputs
                 continue
-            shown = seen[identity] = self._direct(claim, calls, item.context, series_stat(text, claim.start))
+            context = item.context
+            if context.negative:
+                context = replace(context, nothing_matched=says_nothing_matched(text, claim))
+            shown = seen[identity] = self._direct(claim, calls, context, stat)
             if shown is None:
                 pending.append(claim)
             else:

@@ -177,6 +177,57 @@ FACTS: tuple[Fact, ...] = (
           ("negative", "The search for OutOfMemoryError in order-service ERROR logs found nothing in the hour before 23:30.")),
          (("negative-as-fact", "order-service hit 2 OutOfMemoryError crashes."),),
          kind="NEGATIVE_OBSERVATION", fields=("analysis",)),
+    # ---- more of the incident: checkout errors, alerts, pool samples, deployments ---------------------------------
+    Fact(C502, ("{q} checkout requests failed with 502 in the window.", "checkout-api logged {q} 502 responses."),
+         (("count", "341"), ("count-rounded", "about 340"), ("count-bound", "over 300"), ("count-rounded", "roughly 350"),
+          ("number-words", "three hundred and forty-one")),
+         (("count-off", "342"), ("count-fragment", "431"), ("count-off", "3410"), ("count-rounded-wrong", "about 400"),
+          ("count-fragment", "720"))),
+    Fact(C502, ("checkout-api answered {q} to its callers.", "Callers of checkout-api got {q}."),
+         (("status", "HTTP 502"), ("status", "502 Bad Gateway"), ("status", "status 502")),
+         (("status-off", "HTTP 500"), ("status-off", "504 Gateway Timeout"), ("status-off", "status 500 errors"))),
+    Fact(C504, ("{q} requests to checkout-api timed out at the gateway.",),
+         (("count", "142"), ("count-rounded", "about 140"), ("count-bound", "more than 100")),
+         (("count-off", "143"), ("count-fragment", "241"), ("count-bound-wrong", "more than 300"))),
+    Fact(ALERTS, ("HikariPoolExhausted fired at {q}.", "The pool alert fired at {q}."),
+         (("time", "23:01"), ("time", "23:01:30"), ("time", "11:01 pm")),
+         (("time-off", "23:10"), ("time-off", "23:31"), ("time-fragment", "21:30"))),
+    Fact(ALERTS, ("The pool alert saw waiting={q}.", "The alert counted {q} waiting requests."),
+         (("count", "57"), ("number-words", "fifty-seven")),
+         (("count-off", "58"), ("count-fragment", "75"), ("number-words", "fifty-eight"))),
+    Fact(ALERTS, ("OrderServiceHighErrorRate fired: the 5xx ratio was above {q}.",),
+         (("percent", "50%"), ("percent", "50 %"), ("percent", "50 percent")),
+         (("percent-off", "55%"), ("percent-off", "60 %"))),
+    Fact(ALERTS, ("The 5xx ratio stayed high for {q} before the alert fired.",),
+         (("duration-unit", "2 minutes"), ("duration-unit", "120 s"), ("duration-unit", "2 min")),
+         (("duration-off", "5 minutes"), ("duration-swapped-unit", "2 hours"), ("duration-off", "20 s"))),
+    Fact(ALERTS, ("payment-service timed out calling order-service more than {q}.",),
+         (("rate", "20/min"), ("rate", "20 per minute"), ("rate", "20 times per minute")),
+         (("rate-off", "20/s"), ("rate-off", "30 per minute"))),
+    Fact(ALERTS, ("The inventory cache refresh took longer than {q}.",),
+         (("duration-unit", "800ms"), ("duration-unit", "0.8 s"), ("duration-unit", "800 milliseconds")),
+         (("duration-off", "8 s"), ("duration-swapped-unit", "800 s"))),
+    Fact(STATS, ("timeouts per sample went from {q}.",),
+         (("range", "18 to 26"), ("range", "18 up to 26")),
+         (("range-off", "18 to 30"), ("range-off", "12 to 26"))),
+    Fact(STATS + BATCH, ("The batch held {q} of the pool.",),
+         (("percent", "16 of the 20 connections (80 %)"), ("percent", "16 of 20 connections, 80%")),
+         (("percent-off", "16 of the 20 connections (85 %)"), ("percent-off", "16 of 20 connections, 75%"))),
+    Fact(BATCH, ("The reconciliation batch started at {q}.",),
+         (("time", "22:58"), ("time", "10:58 pm"), ("time", "22:58 UTC")),
+         (("time-off", "22:48"), ("time-off", "23:58"))),
+    Fact(DEPLOYS, ("checkout-api {q} was the last deploy before the incident day.", "inventory-service runs {q}."),
+         (("version", "5.2.1"), ("version", "2.7.3")),
+         (("version-off", "5.2.2"), ("version-fragment", "2.7.5"), ("version-never", "3.0.0"))),
+    Fact(DEPLOYS, ("checkout-api 5.2.1 was deployed on {q}.",),
+         (("date", "2026-11-28"), ("date", "Nov 28"), ("date", "28 November 2026")),
+         (("date-other", "2026-11-27"), ("date-other", "Nov 26"))),
+    Fact(("c_none",), ("{q}",),
+         (("negative", "No timeout lines from notification-service between 22:30 and 23:30."),
+          ("negative", "notification-service logged nothing matching timeout in the 60 minutes before 23:30 (limit 20).")),
+         (("negative-as-fact", "notification-service timed out 20 times."),
+          ("negative-as-fact", "notification-service timed out at 22:41.")),
+         kind="NEGATIVE_OBSERVATION", fields=("analysis",)),
     # ---- units in a sibling field and in metric names ---------------------------------------------------------
     Fact(UNITS, ("CPUUtilization of the database reached {q}.",),
          (("sibling-unit", "92 %"), ("sibling-unit", "92%"), ("sibling-unit", "92 percent"), ("sibling-unit", "about 92 %")),
@@ -258,9 +309,19 @@ def _draft(fact: Fact, field: str, sentence: str) -> dict[str, Any]:
     return draft
 
 
-def _sentence(template: str, form: str) -> str:
+LEADS = ("", "", "", "Per the cited logs, ", "On order-service, ", "As observed, ", "In this window, ", "From the evidence: ")
+TAILS = ("", "", "", " (see the cited calls)", " — this needs a closer look", "; nothing else stood out")
+
+
+def _sentence(template: str, form: str, rng: random.Random) -> str:
     text = template.replace("{q}", form)
-    return text[:1].upper() + text[1:]
+    text = text[:1].upper() + text[1:]
+    lead, tail = rng.choice(LEADS), rng.choice(TAILS)
+    if lead:
+        text = lead + text[:1].lower() + text[1:] if not text[:2].isupper() else lead + text
+    if tail and text.endswith("."):
+        text = text[:-1] + tail + "."
+    return text
 
 
 def all_cases(rng: random.Random) -> Iterator[Case]:
@@ -271,7 +332,7 @@ def all_cases(rng: random.Random) -> Iterator[Case]:
             for klass, form in forms:
                 for field in fact.fields:
                     number += 1
-                    sentence = _sentence(rng.choice(fact.sentences), form)
+                    sentence = _sentence(rng.choice(fact.sentences), form, rng)
                     yield Case(id=f"g{number:05d}", category=("honest " if valid else "invented ") + klass,
                                calls=list(fact.calls), draft=_draft(fact, field, sentence),
                                expect={"valid": valid, "codes": [] if valid else [NUMBER]}, note=f"{field}: {form}")

@@ -147,6 +147,11 @@ def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallE
         for ratio, a, b in _ratios(numbers, at_most_whole=False):
             if fits(claim, ratio):
                 return Derived("PERCENT_OF", ratio, (f"{a} of {b} (stated)",), (cid,))
+    if len(by_call) > 1:  # '16 of the pool's 20 connections (80 %)': two stated numbers, each grounded by its call
+        pooled = [n for numbers in by_call.values() for n in numbers]
+        for ratio, a, b in _ratios(pooled, at_most_whole=True):
+            if fits(claim, ratio):
+                return Derived("PERCENT_OF", ratio, (f"{a} of {b} (stated)",), tuple(by_call))
     if by_call:  # the text says which numbers its percentage is of: no other pair is looked for
         return None
     for call in calls:

@@ -65,6 +65,9 @@ _HTTP_REASON = re.compile(
 _LIMIT_CUE_AFTER = re.compile(r"\W{0,2}(?:\w+\W+){0,2}(?:limit|cap|max(?:imum)?)\b", re.I)
 _HTTP_WORDS = frozenset({"http", "status", "responded", "returned", "returning", "returns", "response", "code", "answered",
                          "answering", "answers", "answer"})
+_STATUS_VERBS = frozenset({"responded", "failed", "answered", "returned", "rejected", "errored", "replied", "aborted"})
+_STATUS_NOUN = re.compile(r"\s(?:responses?|status(?:es)?|status codes?|replies)\b", re.IGNORECASE)
+"""'341 502 responses': a number of 100-599 before 'responses' is an HTTP status."""
 _DOTTED = re.compile(r"\d+(?:\.\d+)*")
 _CODE_WORDS = frozenset({"port", "error", "errno", "err", "code", "sqlstate"})
 _VERSION_WORDS = frozenset({"version", "versions", "release", "build", "tag"})
@@ -203,8 +206,8 @@ def _classify_plain(text: str, match: re.Match[str]) -> Quantity | None:
     prev = last[-1] if last else ""
     integer = match["digits"].replace(",", "").isdigit() and not match["exp"] and not match["mag"]
     if integer and not match["x"]:
-        http = prev in _HTTP_WORDS or last == ["responded", "with"]
-        if 100 <= value <= 599 and (http or _HTTP_REASON.match(text, end)):
+        http = prev in _HTTP_WORDS or (prev == "with" and len(last) == 2 and last[0] in _STATUS_VERBS)
+        if 100 <= value <= 599 and (http or _HTTP_REASON.match(text, end) or _STATUS_NOUN.match(text, end)):
             return Quantity(Kind.IDENTIFIER, match["digits"], written, start, end)
         if prev in _CODE_WORDS:
             return Quantity(Kind.IDENTIFIER, match["digits"], written, start, end)

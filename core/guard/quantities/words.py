@@ -77,7 +77,7 @@ def _plain_forms(text: str) -> str:
     """Magnitude words, one-unit durations and roman numerals written as digits (before text2num)."""
     if "illion" in text or "housand" in text:
         text = _MAGNITUDE_WORD.sub(lambda m: m[1] + _MAGNITUDE_SUFFIX[m[2].lower()], text)
-    if " a" in text or text[:1] in "aAhH":
+    if _UNIT_WORD.search(text):
         text = _ONE_UNIT.sub(lambda m: _ONE_UNIT_DIGITS[m[1].lower()], text)
     if _ROMAN_LETTERS.search(text):
         text = _ROMAN.sub(_roman, text)
@@ -85,6 +85,7 @@ def _plain_forms(text: str) -> str:
 
 
 _ROMAN_LETTERS = re.compile(r"[MDCLXVI]{2}")
+_UNIT_WORD = re.compile(r"\ban? (?:hour|minute|second|day|week)\b", re.IGNORECASE)
 _STEMS = ("one", "two", "thre", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twel", "twent",
           "thirt", "fift", "hundred", "thousand", "million", "billion", "dozen", "twice", "thrice", "couple", "pair")
 """Substrings every number word contains: a cheap first test (false hits only cost the exact one)."""
