@@ -224,14 +224,21 @@ class Grounder:
             calls = [c for c in calls if not c.has_series]
 
         query = context.negative or context.limitations
-        # the cheapest first: exact tokens in the results (str.find), then the few window, limit and query values
-        # (only for claims that may rest on them), then the results read lazily, and last the full index
+        # the cheapest first: a time or date against the few window values (no result text is built for them),
+        # exact tokens in the results (str.find), then the window, limit and query values for the other claims that
+        # may rest on them, then the results read lazily, and last the full index
+        extra_first = claim.kind in TIMES_AND_DAYS
+        if extra_first:
+            for call in calls:
+                found = call.search_extra(accept, query)
+                if found is not None:
+                    return found
         exact = exact_forms(claim)
         if exact is not None:
             for call in calls:
                 if call.find_exact(*exact):
                     return Shown(claim, Origin.RESULT, call.tool_call_id)
-        if claim.kind in TIMES_AND_DAYS or query or (claim.kind in NUMERIC_KINDS and claim.limit_cue):
+        if not extra_first and (query or (claim.kind in NUMERIC_KINDS and claim.limit_cue)):
             for call in calls:
                 found = call.search_extra(accept, query)
                 if found is not None:

@@ -89,13 +89,13 @@ _UNIT_WORD = re.compile(r"\ban? (?:hour|minute|second|day|week)\b", re.IGNORECAS
 _STEMS = ("one", "two", "thre", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twel", "twent",
           "thirt", "fift", "hundred", "thousand", "million", "billion", "dozen", "twice", "thrice", "couple", "pair")
 """Substrings every number word contains: a cheap first test (false hits only cost the exact one)."""
+_STEM = re.compile("|".join(_STEMS), re.IGNORECASE)
 
 
 def digits_for_words(text: str) -> str:
     """The text with spelled-out numbers as digits (unchanged when it has none)."""
     text = _plain_forms(text)
-    lowered = text.lower()
-    if not any(stem in lowered for stem in _STEMS) or HAS_WORDS.search(text) is None:
+    if _STEM.search(text) is None or HAS_WORDS.search(text) is None:
         return text
     for pattern, replacement in _IDIOMS:
         text = pattern.sub(replacement, text)
