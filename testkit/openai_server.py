@@ -14,6 +14,8 @@ Every entry is an object with any of:
 - "status": int, "body": object, "headers": {name: value}   an HTTP error answer (e.g. 500, 429 + Retry-After)
 - "delay_s": float                          wait before answering (slow answer / client timeout)
 - "disconnect": true                        drop the connection without answering (transport error)
+- "until": asyncio.Event                    (Python only) answer once the event is set: a test holds the run at
+                                            this step until it has observed what must happen first
 
 With strict=True the server checks every `strict: true` function schema against OpenAI's strict-mode rules
 (testkit/strict.py) and answers HTTP 400 naming the first problem, as OpenAI does.
@@ -205,6 +207,8 @@ class FakeOpenAIServer:
         resolved = entry(request) if callable(entry) else entry
         if resolved.get("delay_s"):
             await asyncio.sleep(float(resolved["delay_s"]))
+        if isinstance(resolved.get("until"), asyncio.Event):
+            await resolved["until"].wait()
         if resolved.get("disconnect"):
             return None
         if "status" in resolved and int(resolved["status"]) != 200:

@@ -122,11 +122,14 @@ async def test_store_failure_during_trace_answers_briefly_without_internals(harn
 
 async def test_denied_cancel_leaves_the_running_run_alone(harness: Harness) -> None:
     """A non-member's /diag cancel of a run that is really running is denied *and* has no effect: the run finishes."""
-    harness.chat.delay_s = 0.5
+    harness.chat.hang = True  # the run is still running when both cancels arrive, whatever the machine's load
     await harness.send.event(mention(ts="11.0"))
     await asyncio.wait_for(harness.chat.started.wait(), 5)
-    assert (await _command(harness, "cancel run_1", user="U9"))["text"] == DENIAL
-    assert (await _command(harness, "cancel run_1", user="U1", team="T2"))["text"] == DENIAL
+    for user, team in (("U9", "T1"), ("U1", "T2")):
+        await harness.send.command("cancel run_1", user=user, team=team, response_url=harness.slack.response_url(user))
+        assert (await harness.slack.next_response())["text"] == DENIAL
+    assert harness.chat.cancel_calls == []
+    harness.chat.unstick.set()
     await harness.settle()
     final = harness.slack.calls_of("chat.update")[-1].params
     assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"

@@ -31,11 +31,16 @@ async def test_mention_posts_placeholder_then_final_message_with_metadata(harnes
 
 async def test_progress_edit_shows_run_id_and_tool(harness: Harness) -> None:
     """While the run works, the placeholder is edited to show the run id and the tool that ran."""
-    harness.chat.delay_s = 0.5
+    harness.chat.hang = True  # the run stays in its tool phase until the edit is seen (no race with the throttle)
+
+    def edited() -> bool:
+        texts = [str(c.params.get("blocks")) for c in harness.slack.calls_of("chat.update")]
+        return any("`run_1`" in t and "Logs · order-service \"timeout\" — 37 matching lines" in t for t in texts)
+
     await harness.send.event(mention(ts="100.2"))
+    await harness.slack.wait_until(edited, timeout_s=10, message="a progress edit with the run id and the tool")
+    harness.chat.unstick.set()
     await harness.settle()
-    texts = [c.params["blocks"][0]["text"]["text"] for c in harness.slack.calls_of("chat.update")[:-1]]
-    assert any("`run_1`" in t and "Logs · order-service \"timeout\" — 37 matching lines" in t for t in texts)
 
 
 async def test_mention_inside_thread_replies_in_that_thread(harness: Harness) -> None:

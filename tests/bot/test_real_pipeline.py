@@ -3,6 +3,7 @@ the local scripted OpenAI-compatible server, demo tools, SQLite and real Redis -
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -181,12 +182,20 @@ async def test_streaming_refused_falls_back_to_placeholder_edits(real: tuple[Har
     final message replaces it."""
     h, model = real
     h.slack.fail("chat.startStream", "unknown_method")
-    model.push(*_two_tool_script())
+
+    def logs_task_shown() -> bool:  # an edit of the placeholder shows the finished logs call as a task
+        return any("Logs · order-service" in json.dumps(c.params.get("blocks"), ensure_ascii=False)
+                   for c in h.slack.calls_of("chat.update"))
+
+    shown = asyncio.Event()
+    script = _two_tool_script()
+    script[2] = {**script[2], "until": shown}  # the run waits after the logs call until its edit is observed
+    model.push(*script)
     await h.send.event(mention(ts="42.0"))
+    await h.slack.wait_until(logs_task_shown, timeout_s=20, message="a placeholder edit showing the logs task")
+    shown.set()
     await h.settle(30)
     assert h.slack.calls_of("chat.postMessage")[0].params["text"] == "Looking into it…"
-    edits = [json.dumps(c.params.get("blocks")) for c in h.slack.calls_of("chat.update")[:-1]]
-    assert any("Logs \\u00b7 order-service" in e or "Logs · order-service" in e for e in edits)
     [final] = h.slack.finals("C1", "42.0")
     assert final["metadata"]["event_payload"]["outcome"] == "SUCCESS"
     assert h.slack.calls_of("chat.appendStream") == []

@@ -142,10 +142,12 @@ async def test_the_health_server_cuts_off_slow_headers_and_slow_bodies(health_po
 async def test_a_client_that_disconnects_mid_body_costs_one_warning_and_no_traceback(
         events_port: int, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.DEBUG):
-        _reader, writer = await asyncio.open_connection("127.0.0.1", events_port)
-        writer.write(_head("/slack/events", _signed(10_000)) + b'{"type": "event_callback", ')
+        reader, writer = await asyncio.open_connection("127.0.0.1", events_port)
+        writer.write(_head("/slack/events", {**_signed(10_000), "Expect": "100-continue"}))
+        continued = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), GIVE_UP_S)  # the request is dispatched
+        assert continued.startswith(b"HTTP/1.1 100")
+        writer.write(b'{"type": "event_callback", ')
         await writer.drain()
-        await asyncio.sleep(0.2)  # the guard is reading the body now
         writer.transport.abort()  # reset, mid-body
         await _wait_for_log(caplog, "client went away")
     problems = [r for r in caplog.records if r.exc_info or r.levelno >= logging.ERROR]
