@@ -15,6 +15,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.access import ChannelMembers, RunAccess
 from bot.actions import register_actions
+from bot.alert_surface import SlackAlertSurface
+from bot.alert_webhook import AlertWebhook
 from bot.ask_gate import AskGate
 from bot.assistant import build_assistant
 from bot.commands import register_commands
@@ -29,6 +31,8 @@ from bot.render.links import SourceLinks
 from bot.render.message import RenderOptions
 from bot.slack_surface import SlackSurface
 from bot.unhandled import register_unhandled
+from core.alerts.intake import AlertIntake
+from core.alerts.policy import AlertPolicy
 from core.contracts.run import RunRecord
 from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, FeedbackPort, JobQueue, KeyValueStore
@@ -80,6 +84,7 @@ class SlackBot:
     app: AsyncApp
     deps: BotDeps
     session: aiohttp.ClientSession | None = None
+    alerts: AlertWebhook | None = None
 
     def start(self) -> None:
         """Start working queued turns (inside the running loop; a first submitted turn starts it too)."""
@@ -120,23 +125,26 @@ def build_bot(settings: Settings, chat: ChatServicePort, kv: KeyValueStore, *, c
     runner = TurnRunner(chat, Answers(kv, surface, timing), timing)
     queue = queue or InMemoryJobQueue()
     worker = JobWorker(queue, runner, worker_policy(settings), metrics=metrics) if work else None
+    jobs = TurnJobs(queue, runner, chat, max_jobs=settings.diag_queue_max, metrics=metrics, worker=worker)
+    intake = AlertIntake(AlertPolicy.from_settings(settings), kv, SlackAlertSurface(client), jobs, metrics=metrics)
     deps = BotDeps(
         chat=chat,
         client=client,
         dedup=Deduplicator(kv),
         runner=runner,
-        jobs=TurnJobs(queue, runner, chat, max_jobs=settings.diag_queue_max, metrics=metrics, worker=worker),
+        jobs=jobs,
         access=RunAccess(chat, ChannelMembers(client)),
         feedback=feedback or FeedbackService(InMemoryFeedbackStore(), _RunsOf(chat), metrics),
         gate=AskGate(settings.access_policy, client),
         render=render_options(settings),
+        alerts=intake,
     )
     app.use(build_assistant(deps))  # DMs' assistant threads; other events fall through to the listeners below
     register_events(app, deps)
     register_commands(app, deps)
     register_actions(app, deps)
     register_unhandled(app)  # last: only what no listener above handles
-    return SlackBot(app=app, deps=deps, session=session)
+    return SlackBot(app=app, deps=deps, session=session, alerts=AlertWebhook(intake, runner.spawn, metrics))
 
 
 class _RunsOf:

@@ -10,6 +10,7 @@ from bot.access import RunAccess
 from bot.ask_gate import AskGate
 from bot.dedup import Deduplicator
 from bot.render.message import RenderOptions
+from core.alerts.intake import AlertIntake
 from core.ports import ChatServicePort, FeedbackPort
 from core.turns.runner import TurnRunner
 from core.turns.worker import TurnJobs
@@ -28,3 +29,5 @@ class BotDeps:
     feedback: FeedbackPort
     gate: AskGate
     render: RenderOptions = field(default_factory=RenderOptions)
+    alerts: AlertIntake | None = None
+    """Alert-triggered investigations (the webhook's and the alert apps' messages)."""

@@ -13,6 +13,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext
 from slack_bolt.request.async_request import AsyncBoltRequest
 
+from bot.alert_messages import alert_text, app_of, is_foreign_app_message
 from bot.delivery import post_in_thread
 from bot.deps import BotDeps
 from bot.render.message import SlackMessage
@@ -124,6 +125,24 @@ async def dispatch_turn(deps: BotDeps, body: dict[str, Any], event: dict[str, An
     await deps.jobs.submit(session, text, event.get("user", ""), ts)
 
 
+async def dispatch_alert(deps: BotDeps, body: dict[str, Any], event: dict[str, Any], retry: int = 0) -> None:
+    """An alert app's message in a watched channel: an investigation in its thread (core/alerts/intake.py)."""
+    channel, ts = event.get("channel", ""), event.get("ts", "")
+    if deps.alerts is None or not channel or not ts or not await _claim(deps, body, channel, ts, retry):
+        return
+    bot_id, app = app_of(event)
+    thread_ts = event.get("thread_ts")
+    await deps.alerts.app_message(team=body.get("team_id") or event.get("team") or "", channel=channel, ts=ts,
+                                  thread_ts=thread_ts if thread_ts and thread_ts != ts else None, bot_id=bot_id,
+                                  app=app, text=alert_text(event))
+
+
+def _watched_alert(deps: BotDeps, event: dict[str, Any], context: AsyncBoltContext) -> bool:
+    if deps.alerts is None or not is_foreign_app_message(event, context.bot_id, context.bot_user_id):
+        return False
+    return deps.alerts.policy.watches(event.get("channel", ""), app_of(event)[0])
+
+
 def register_events(app: AsyncApp, deps: BotDeps) -> None:
     """Attach the app_mention and message listeners."""
 
@@ -139,6 +158,10 @@ def register_events(app: AsyncApp, deps: BotDeps) -> None:
     @app.event("message")
     async def on_message(body: dict[str, Any], event: dict[str, Any], context: AsyncBoltContext,
                          request: AsyncBoltRequest) -> None:
+        if _watched_alert(deps, event, context):  # another app's alert in a DIAG_ALERT_SOURCES channel
+            with deps.runner.busy():
+                await dispatch_alert(deps, body, event, retry_num(request))
+            return
         if is_direct_question(event, context.bot_user_id):  # a new DM: answered in a thread under it
             with deps.runner.busy():
                 await dispatch_turn(deps, body, event, strip_mention(event.get("text") or "", context.bot_user_id),

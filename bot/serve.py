@@ -16,6 +16,7 @@ from aiohttp import web
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.errors import SlackApiError
 
+from bot.alert_webhook import AlertWebhook, add_alert_routes
 from bot.app import SlackBot, build_bot
 from bot.health import Readiness, add_health_routes, start_health_server, timed_runner
 from bot.metering import ack_timer, add_metrics_route
@@ -56,13 +57,16 @@ class ServingServices(Protocol):
 
 
 def build_web_app(app: AsyncApp, metrics: Metrics | None = None, readiness: Readiness | None = None, *,
-                  signing_secret: str | None = None, body_timeout_s: float = 5.0) -> web.Application:
-    """Bolt's aiohttp application for the Events API behind the request guard, plus GET /healthz, GET /readyz and
-    (with metrics) GET /metrics. The guard verifies with `signing_secret`, by default the Bolt app's own."""
+                  signing_secret: str | None = None, body_timeout_s: float = 5.0,
+                  alerts: AlertWebhook | None = None) -> web.Application:
+    """Bolt's aiohttp application for the Events API behind the request guard, plus GET /healthz, GET /readyz,
+    (with metrics) GET /metrics and (with alerts) POST /alerts/alertmanager. The guard verifies with
+    `signing_secret`, by default the Bolt app's own."""
     web_app = app.web_app(path=EVENTS_PATH)
     secret = signing_secret if signing_secret is not None else str(getattr(app, "_signing_secret", "") or "")
     web_app.middlewares.append(request_guard(secret, EVENTS_PATH, body_timeout_s=body_timeout_s))
     add_health_routes(web_app, readiness or Readiness([]))
+    add_alert_routes(web_app, alerts)
     if metrics is not None:
         web_app.middlewares.append(ack_timer(metrics, EVENTS_PATH))
         add_metrics_route(web_app, metrics)
@@ -136,11 +140,16 @@ async def _run_socket_mode(app: AsyncApp, app_token: str, stop: asyncio.Event, m
 
 
 async def _serve_socket_mode(bot_app: AsyncApp, app_token: str, settings: Settings, readiness: Readiness,
-                             stop: asyncio.Event, metrics: Metrics) -> None:
-    """Socket Mode, with /healthz, /readyz and /metrics on PORT when PORT is set."""
+                             stop: asyncio.Event, metrics: Metrics, alerts: AlertWebhook | None = None) -> None:
+    """Socket Mode, with /healthz, /readyz and /metrics on PORT when PORT is set (or the alert webhook is on:
+    it is served there too)."""
     health = None
-    if "port" in settings.model_fields_set:
-        health = await start_health_server(settings.port, readiness, extra=lambda app: add_metrics_route(app, metrics),
+    if "port" in settings.model_fields_set or (alerts is not None and alerts.enabled):
+        def extra(app: web.Application) -> None:
+            add_metrics_route(app, metrics)
+            add_alert_routes(app, alerts)
+
+        health = await start_health_server(settings.port, readiness, extra=extra,
                                            read_timeout_s=settings.diag_http_read_timeout_s)
     try:
         await _run_socket_mode(bot_app, app_token, stop, metrics)
@@ -150,11 +159,11 @@ async def _serve_socket_mode(bot_app: AsyncApp, app_token: str, settings: Settin
 
 
 async def _serve_http(bot_app: AsyncApp, settings: Settings, readiness: Readiness, stop: asyncio.Event,
-                      metrics: Metrics) -> None:
+                      metrics: Metrics, alerts: AlertWebhook | None = None) -> None:
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     timeout = settings.diag_http_read_timeout_s
-    runner = timed_runner(build_web_app(bot_app, metrics, readiness, signing_secret=secret, body_timeout_s=timeout),
-                          timeout)
+    runner = timed_runner(build_web_app(bot_app, metrics, readiness, signing_secret=secret, body_timeout_s=timeout,
+                                        alerts=alerts), timeout)
     await runner.setup()
     await web.TCPSite(runner, "0.0.0.0", settings.port).start()
     log.info("diagbot listening on port %d (POST %s, GET /healthz, GET /readyz, GET /metrics)", settings.port,
@@ -239,9 +248,9 @@ async def serve(settings: Settings, stop: asyncio.Event | None = None, *,
         try:
             if settings.slack_app_token is not None:
                 await _serve_socket_mode(working.bot.app, settings.slack_app_token.get_secret_value(), settings,
-                                         readiness, stop, working.metrics)
+                                         readiness, stop, working.metrics, working.bot.alerts)
             else:
-                await _serve_http(working.bot.app, settings, readiness, stop, working.metrics)
+                await _serve_http(working.bot.app, settings, readiness, stop, working.metrics, working.bot.alerts)
         finally:
             if retention is not None:
                 await retention.aclose()

@@ -83,7 +83,8 @@ class SlackSurface:
             adopted = SlackProgress(self.client, target.channel, thread_ts, self._progress_interval_s)
             adopted.ts = placeholder_ts
             return adopted
-        return progress_for(self.client, target.channel, thread_ts, user=user, team=team, streaming=self._streaming,
+        return progress_for(self.client, target.channel, thread_ts, user=user, team=team,
+                            streaming=self._streaming and bool(user),  # a stream needs its human recipient
                             edit_interval_s=self._progress_interval_s)
 
     async def deliver(self, target: Target, placeholder_ts: str | None, final: Final, *, until: float) -> str | None:

@@ -92,6 +92,10 @@ class KeyValueStore(Protocol):
         """delete() of `keys` and delete_if() of each `owned` lease (key -> the owner's value), in one round trip."""
         ...
 
+    async def incr(self, key: str, ttl_s: float) -> int:
+        """Add one to a counter (created at 1 with `ttl_s`; the TTL is not extended later); the new count."""
+        ...
+
 
 class AuditStore(Protocol):
     """Long-lived SQL audit: invocation metadata and reasoning (never raw payloads)."""

@@ -93,6 +93,15 @@ class Settings(BaseSettings):
     # Prefix of every Redis key (canonical records, dedup, leases, the queue): deployments sharing one Redis differ.
     diag_redis_prefix: str = Field(default="diag:", min_length=1, max_length=64)
 
+    # Alert-triggered investigations (SPEC §10.1): the Alertmanager webhook (on while its token is set), the channel
+    # its root messages go to, other apps' alert messages (`CHANNEL_ID:BOT_ID` or `CHANNEL_ID:*`, comma separated),
+    # how long a re-sent alert starts nothing new, and the investigations per channel and hour.
+    diag_alert_webhook_token: SecretStr | None = None
+    diag_alert_channel: str | None = None
+    diag_alert_sources: str | None = None
+    diag_alert_dedup_s: float = Field(default=14400.0, gt=0)
+    diag_alert_max_per_hour: int = Field(default=20, ge=0)
+
     # Slack presentation. Streaming progress (chat.startStream + task updates) falls back to placeholder edits when
     # Slack refuses it; DIAG_SLACK_STREAMING=false always uses the edits. Link templates turn sources into links
     # ({service}, {query}, {start}, {end}; URL-encoded), e.g. a Grafana Explore or Kibana Discover URL.

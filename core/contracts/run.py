@@ -51,6 +51,8 @@ class Turn(BaseModel):
     run_id: str | None = Field(default=None, description="The id the run gets (chosen by the caller, so a watchdog "
                                "or a queue knows it before the run starts); a fresh one when None.")
     restart_of: str | None = Field(default=None, description="The run this one re-runs (its worker stopped first).")
+    intent: Intent | None = Field(default=None, description="Set by the caller instead of the router: an alert's "
+                                  "investigation is a DIAGNOSIS whatever its text looks like.")
 
 
 class Budgets(BaseModel):

@@ -82,6 +82,9 @@ class Metrics:
                                    "down), reclaimed, handed_back, gave_up, finished, poison (an entry that was "
                                    "not a turn job: answered in its thread when it names one, dead-lettered).",
                                    ["event"], registry=r)
+        self._alerts = Counter("diagbot_alerts", "Alert notifications by source (alertmanager, slack_app) and event: "
+                               "received, investigated, deduplicated, over_limit (the channel's hourly storm limit), "
+                               "refused (bad token, body or version; no channel).", ["source", "event"], registry=r)
 
     # ---- runs ----------------------------------------------------------------------------------
 
@@ -164,6 +167,10 @@ class Metrics:
         """The job queue's depth and the age of its oldest waiting turn (0 when empty)."""
         self._queue_depth.set(max(0, depth))
         self._queue_oldest.set(max(0.0, oldest_age_s))
+
+    def alert(self, source: str, event: str) -> None:
+        """One alert event (see the counter's help)."""
+        self._alerts.labels(bounded(source), bounded(event)).inc()
 
     def queue_job(self, event: str) -> None:
         """One job event (see the counter's help)."""

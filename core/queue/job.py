@@ -8,7 +8,7 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field
 
-from core.contracts.run import SessionKey, Turn
+from core.contracts.run import Intent, SessionKey, Turn
 
 MAX_JOB_BYTES = 16 * 1024  # a turn's text is ≤ 4,000 characters; anything far larger is not ours
 
@@ -30,11 +30,12 @@ class TurnJob(BaseModel):
     run_id: str = Field(description="The first attempt's run id (known at enqueue: `/diag cancel` can name it).")
     attempt: int = Field(default=1, ge=1, description="Raised each time the job is handed back at shutdown.")
     enqueued_at: float = Field(default_factory=time.time, description="Epoch seconds of the first enqueue.")
+    intent: Intent | None = Field(default=None, description="The turn's intent when its source fixes it (alerts).")
 
     def turn(self, run_id: str, restart_of: str | None) -> Turn:
         """The turn one attempt runs."""
         return Turn(session=self.session, text=self.text, user=self.user, message_ts=self.message_ts, run_id=run_id,
-                    restart_of=restart_of)
+                    restart_of=restart_of, intent=self.intent)
 
     def encode(self) -> str:
         return self.model_dump_json()

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from core.contracts.progress import ProgressStage, ProgressUpdate
 from core.contracts.release import FailureCause, Outcome, PublishedReport, ReleaseOutcome
 from core.contracts.run import Budgets, EventType, Intent, RunRecord, RunStatus, TimelineEvent, Turn
+from core.evidence.instructions import marked_spans
 from core.evidence.redaction import Redactor
 from core.observability.log_context import log_fields
 from core.observability.metrics import Metrics
@@ -180,6 +181,7 @@ class ChatService:
             budgets=self._budgets,
             progress=progress,
         )
+        ctx.untrusted_spans.extend(marked_spans(turn.text))  # an alert's data in the question is tool text too (§5)
         record = RunRecord(
             run_id=run_id,
             session_key=session_key,
@@ -191,6 +193,7 @@ class ChatService:
             rule_set_version=self._versions.rule_set_version,
             models=dict(self._versions.models),
             started_at=datetime.now(UTC),
+            intent=turn.intent,
         )
         await self._runs.create(record)
         await self._kv.set(_session_seen_key(session_key), run_id, SESSION_SEEN_TTL_S)
@@ -250,7 +253,7 @@ class ChatService:
         return await bounded(work, ctx.cancelled, ctx.seconds_left() + release_grace_s(ctx.budgets.deadline_s))
 
     async def _dispatch(self, ctx: RunContext, record: RunRecord) -> ReleaseOutcome:
-        intent = await self._route(ctx)
+        intent = await self._route(ctx) if record.intent is None else await self._given(ctx, record.intent)
         record.intent = intent
         if intent is Intent.CHAT:
             chat = ReleaseOutcome(run_id=ctx.run_id, intent="CHAT", outcome=Outcome.SUCCESS, chat_text=CHAT_HELP)
@@ -269,6 +272,12 @@ class ChatService:
             {"intent": outcome.intent, "outcome": outcome.outcome.value, "fallback_type": fallback_type},
         )
         return outcome
+
+    @staticmethod
+    async def _given(ctx: RunContext, intent: Intent) -> Intent:
+        """The caller's intent (an alert's investigation), recorded as routing is."""
+        await ctx.timeline.record(EventType.INTENT_ROUTED, {"intent": intent.value, "by": "caller"}, 0.0)
+        return intent
 
     async def _route(self, ctx: RunContext) -> Intent:
         if ctx.progress:

@@ -93,6 +93,16 @@ class InMemoryKV:
         for key, value in (owned or {}).items():
             await self.delete_if(key, value)
 
+    async def incr(self, key: str, ttl_s: float) -> int:
+        """Add one to a counter (created with `ttl_s`, never extended)."""
+        current = self._live(key)
+        if current is None:
+            self._data[key] = (self._clock() + ttl_ms(ttl_s) / 1000, "1")
+            return 1
+        count = int(current) + 1
+        self._data[key] = (self._data[key][0], str(count))
+        return count
+
 
 # Compare-and-act on a lease: atomic in Redis, so an owner whose lease expired and was taken cannot touch the new one.
 _RENEW = "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end"
@@ -113,6 +123,7 @@ for i, key in ipairs(KEYS) do
 end
 return 1
 """
+_INCR = "local n = redis.call('INCR', KEYS[1]) if n == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end return n"
 
 
 class RedisKV:
@@ -125,6 +136,7 @@ class RedisKV:
         self._delete_if = client.register_script(_DELETE_IF)
         self._renew_many = client.register_script(_RENEW_MANY)
         self._delete_many = client.register_script(_DELETE_MANY)
+        self._incr = client.register_script(_INCR)
 
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -203,3 +215,9 @@ class RedisKV:
         names = [self._prefix + key for key in (*keys, *owned)]
         args: list[str | int] = [len(keys), *owned.values()]
         await self._call(lambda: self._delete_many(keys=names, args=args))
+
+    async def incr(self, key: str, ttl_s: float) -> int:
+        """INCR, with PEXPIRE when the counter was just created (one Lua script: atomic across replicas)."""
+        px = ttl_ms(ttl_s)
+        result: Any = await self._call(lambda: self._incr(keys=[self._prefix + key], args=[px]))
+        return int(result)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core.contracts.release import FallbackMessage, Outcome, ReleaseOutcome
-from core.contracts.run import SessionKey
+from core.contracts.run import Intent, SessionKey
 from core.observability.log_context import bind_log_fields
 from core.ports import ChatServicePort
 from core.queue.job import TurnJob, turn_job_id
@@ -41,10 +41,10 @@ def target_of(job: TurnJob) -> Target:
     return Target(job.session.channel, job.session.thread_ts)
 
 
-def new_job(session: SessionKey, text: str, user: str, message_ts: str) -> TurnJob:
+def new_job(session: SessionKey, text: str, user: str, message_ts: str, intent: Intent | None = None) -> TurnJob:
     """The job of one message (its id is the message's identity: a retry or double delivery finds it)."""
     return TurnJob(job_id=turn_job_id(session.channel, message_ts), session=session, text=text[:MAX_TURN_TEXT],
-                   user=user, message_ts=message_ts, run_id=new_run_id())
+                   user=user, message_ts=message_ts, run_id=new_run_id(), intent=intent)
 
 
 def watchdog_failure(run_id: str) -> ReleaseOutcome:
@@ -93,9 +93,10 @@ class TurnRunner:
         finally:
             self._busy -= 1
 
-    def start(self, session: SessionKey, text: str, user: str, message_ts: str) -> asyncio.Task[None]:
+    def start(self, session: SessionKey, text: str, user: str, message_ts: str,
+              intent: Intent | None = None) -> asyncio.Task[None]:
         """Run one turn now as a background task, outside any queue, and return at once."""
-        job = new_job(session, text, user, message_ts)
+        job = new_job(session, text, user, message_ts, intent)
         task = asyncio.create_task(self.run(Attempt(job=job, run_id=job.run_id)), name=f"turn:{job.job_id}")
         self._tasks.add(task)
         task.add_done_callback(self._done)

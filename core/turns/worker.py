@@ -31,7 +31,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from core.contracts.run import SessionKey
+from core.contracts.run import Intent, SessionKey
 from core.errors import StoreUnavailable
 from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, JobQueue
@@ -74,18 +74,19 @@ class TurnJobs:
         waiting = getattr(self._queue, "waiting", 0) if not self._queue.durable else 0
         return self._runner.in_flight + local + int(waiting)
 
-    async def submit(self, session: SessionKey, text: str, user: str, message_ts: str) -> Enqueued:
+    async def submit(self, session: SessionKey, text: str, user: str, message_ts: str, *,
+                     intent: Intent | None = None) -> Enqueued:
         """Queue the turn (after the ack). A full queue gets an immediate "busy" answer; a queue that is down runs
         the turn in this process instead (not durable, but answered)."""
         if self.worker is not None:
             self.worker.start()
-        job = new_job(session, text, user, message_ts)
+        job = new_job(session, text, user, message_ts, intent)
         try:
             result = await self._queue.enqueue(job, self._max_jobs)
         except StoreUnavailable as exc:
             log.warning("turn queue unavailable (%s); running turn %s in this process", exc, job.job_id)
             self._metrics.queue_job("direct")
-            self._runner.start(session, text, user, message_ts)
+            self._runner.start(session, text, user, message_ts, intent)
             return Enqueued.QUEUED
         self._metrics.queue_job(result.value)
         if result is Enqueued.FULL:
