@@ -124,9 +124,9 @@ class AlertIntake:
             await self._kv.delete(_group_key(gid))
             self._metrics.alert(ALERTMANAGER, "refused")
             return
-        await self._kv.set(_group_key(gid), json.dumps({"channel": channel, "root": root}), self._policy.dedup_s)
-        for alert in group.alerts:
+        for alert in group.alerts:  # before the group shows its root: a replica waiting for it lists only news
             await self._seen(gid, alert.fingerprint, alert.status)
+        await self._kv.set(_group_key(gid), json.dumps({"channel": channel, "root": root}), self._policy.dedup_s)
         session = SessionKey(team=await self._surface.team_id(), channel=channel, thread_ts=root)
         await self._turns.submit(session, alertmanager_question(group), "", root, intent=Intent.DIAGNOSIS)
         self._metrics.alert(ALERTMANAGER, "investigated")
