@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from core.health.result import CheckResult, Level
 from core.settings import Settings
 
 _CHANNEL_ID = re.compile(r"[CGD][A-Z0-9]{1,30}")
@@ -69,3 +70,26 @@ class AlertPolicy:
     def watches(self, channel: str, bot_id: str) -> bool:
         """True when a message of app `bot_id` in `channel` is an alert to investigate (DIAG_ALERT_SOURCES)."""
         return self.allowed(channel) and ((channel, bot_id) in self.sources or (channel, ANY_APP) in self.sources)
+
+
+MIN_TOKEN_CHARS = 16
+
+
+def check_alert_settings(settings: Settings) -> CheckResult:
+    """`diagbot check`'s line for SPEC §10.1: what is on, and what in the settings would keep alerts from working."""
+    policy = AlertPolicy.from_settings(settings)
+    bad = invalid_entries(settings)
+    problems = [f"not understood: {', '.join(b[:40] for b in bad)}"] if bad else []
+    if policy.webhook_token is not None and policy.channel is None:
+        problems.append("DIAG_ALERT_WEBHOOK_TOKEN is set but DIAG_ALERT_CHANNEL is not (or not allowed)")
+    if policy.webhook_token is not None and len(policy.webhook_token) < MIN_TOKEN_CHARS:
+        problems.append(f"DIAG_ALERT_WEBHOOK_TOKEN is shorter than {MIN_TOKEN_CHARS} characters")
+    if policy.webhook_token is None and not policy.sources:
+        return CheckResult(name="alerts", level=Level.SKIP, detail="alert-triggered investigations are off")
+    on = ([f"webhook POST /alerts/alertmanager -> {policy.channel or '?'}"] if policy.webhook_token else []) + (
+        [f"{len(policy.sources)} alert source(s)"] if policy.sources else [])
+    detail = f"{'; '.join(on)}; at most {policy.max_per_hour} per channel and hour"
+    if problems:
+        return CheckResult(name="alerts", level=Level.WARN, detail=f"{detail}; {'; '.join(problems)}",
+                           fix="channel ids (C…/G…) and bot ids (B…) as in docs/slack-setup.md, section 4")
+    return CheckResult(name="alerts", level=Level.OK, detail=detail)

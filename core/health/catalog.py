@@ -6,6 +6,7 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 from sqlalchemy import text
 
+from core.alerts.policy import check_alert_settings
 from core.health.config import check_access_policy, check_model_settings, check_store_mode
 from core.health.model import check_model_endpoint
 from core.health.result import Check, CheckResult, Level, static
@@ -27,6 +28,7 @@ def config_checks(settings: Settings, *, serving: bool) -> list[Check]:
         Check("model.endpoint", lambda: check_model_endpoint(settings), failing=Level.WARN),
         Check("redis.mode", static(check_store_mode(settings))),
         Check("slack.access_policy", static(check_access_policy(settings))),
+        Check("alerts", static(check_alert_settings(settings))),
         Check("redis", lambda: check_redis(settings)),
         Check("database", lambda: check_database(settings)),
         Check("database.schema", lambda: check_schema(settings)),

@@ -104,3 +104,18 @@ def test_the_presented_secret(header: str | None, secret: bytes | None) -> None:
 @given(st.text(max_size=200))
 def test_any_authorization_header_is_read_without_raising(header: str) -> None:
     presented_secret(header)
+
+
+def test_diagbot_check_says_what_is_on_and_what_is_wrong() -> None:
+    from core.alerts.policy import check_alert_settings
+    from core.health.result import Level
+
+    assert check_alert_settings(Settings()).level is Level.SKIP
+    on = check_alert_settings(Settings(diag_alert_webhook_token=SecretStr("x" * 32), diag_alert_channel="C1"))
+    assert on.level is Level.OK
+    assert "/alerts/alertmanager -> C1" in on.detail
+    warn = check_alert_settings(Settings(diag_alert_webhook_token=SecretStr("short"), diag_alert_sources="C1:B1,x"))
+    assert warn.level is Level.WARN
+    assert "DIAG_ALERT_CHANNEL is not" in warn.detail
+    assert "shorter than 16" in warn.detail
+    assert "short" not in warn.detail.replace("shorter", "")  # the token itself is never shown
