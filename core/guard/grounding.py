@@ -246,6 +246,8 @@ class Grounder:
         forms = search_forms(claim)
         standalone = claim.kind in NUMERIC_KINDS
         for call in calls:
+            if not standalone and call.has_series:
+                continue  # the text search reads a series' values as plain numbers: its index types them
             found = call.find(forms, accept, standalone)
             if found is not None:
                 return found
