@@ -253,9 +253,14 @@ class RedisJobQueue:
     async def begin(self, job: TurnJob, run_id: str) -> str | None:
         """Record `run_id` as the job's current attempt; the previous attempt's run id, if one started."""
         ttl = RECORD_TTL_S
-        previous: Any = await self._call(lambda: self._client.set(
-            self._key("turn-run", job.job_id), run_id, ex=ttl, get=True))
-        await self._call(lambda: self._client.set(self._key("run-job", run_id), job.job_id, ex=ttl))
+
+        async def op() -> list[Any]:
+            async with self._client.pipeline(transaction=False) as pipe:  # both records in one round trip
+                pipe.set(self._key("turn-run", job.job_id), run_id, ex=ttl, get=True)
+                pipe.set(self._key("run-job", run_id), job.job_id, ex=ttl)
+                return await pipe.execute()
+
+        previous, _ = await self._call(op)
         prev = None if previous is None else _text(previous)
         return None if prev == run_id else prev
 
