@@ -245,6 +245,7 @@ async def serve_worker(delay_s: float, concurrency: int, prefix: str, redis_url:
     """Child process: one queue worker as `diagbot worker` builds it (logging at INFO, metrics), over the in-process
     model and Slack stub; answers `stats` lines on stdin until EOF."""
     cost_account.install_counters()
+    cost_account.install_gc_clock()
     configure_logging(logging.INFO, stream=DEVNULL)
     with tempfile.TemporaryDirectory(prefix="bench-worker-") as tmp:
         settings = Settings(redis_url=redis_url, diag_redis_prefix=prefix, openai_api_key="bench",
@@ -367,7 +368,8 @@ def show_counts(figures: dict[str, Any]) -> None:
     print(f"     Redis per run: workers {c.get('redis_commands', 0):.1f} commands in "
           f"{c.get('redis_round_trips', 0):.1f} round trips, {c.get('redis_bytes', 0):.0f} bytes sent; enqueue side "
           f"{ingress.get('redis_commands', 0):.1f} commands / {ingress.get('redis_round_trips', 0):.1f} round trips / "
-          f"{ingress.get('redis_bytes', 0):.0f} bytes; SQL statements per run: {c.get('sql_statements', 0):.1f}")
+          f"{ingress.get('redis_bytes', 0):.0f} bytes; SQL statements per run: {c.get('sql_statements', 0):.1f}; "
+          f"GC pauses {c.get('gc_ms', 0):.2f} ms per run (gen2 {c.get('gc_ms_gen2', 0):.2f})")
     server = figures.get("server")
     if server:
         commands = {k: v for k, v in server.items() if k.startswith("cmd:") and k not in QUIET_COMMANDS}
@@ -422,8 +424,10 @@ async def account(pool: Workers, redis: aioredis.Redis, queue: RedisJobQueue, pr
     if not found.total:
         print("\n   CPU by stage: skipped (py-spy took no samples: ptrace not allowed?)")
         return {}
-    print(f"\n   account batch: {count} concurrent queued runs under py-spy, {figures['cpu_ms']:.1f} ms CPU per run")
-    return show_account(figures["cpu_ms"], figures["enqueue_cpu_ms"], found, top)
+    gc_ms = figures["counts"].get("gc_ms", 0.0)
+    print(f"\n   account batch: {count} concurrent queued runs under py-spy, {figures['cpu_ms']:.1f} ms CPU per run, of "
+          f"which {gc_ms:.2f} ms garbage collection (spread over the stages that allocated when it started)")
+    return {**show_account(figures["cpu_ms"], figures["enqueue_cpu_ms"], found, top), "gc_ms": gc_ms}
 
 
 async def measure_queue(delay_s: float, counts: list[int], workers: int, redis_url: str, private: bool, stores: str,
@@ -508,6 +512,7 @@ def row_figures(result: dict[str, Any]) -> dict[str, float]:
             "bytes sent to Redis per run (workers)": counts.get("redis_bytes", 0),
             "Redis commands per run (enqueue side)": batch["ingress_counts"].get("redis_commands", 0),
             "SQL statements per run": counts.get("sql_statements", 0),
+            "GC pause ms per run (workers)": counts.get("gc_ms", 0),
             "redis-server CPU ms per run": server.get("cpu_s", 0) * 1000,
             "peak RSS MiB (max worker)": max(result["peaks"])}
     for name, ms in (result.get("account") or {}).get("stages", {}).items():

@@ -17,6 +17,7 @@ processes only, never in the product.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import shutil
 import signal
@@ -183,6 +184,22 @@ class Sampler:
 
 COUNTS: Counter[str] = Counter()
 """This process's Redis and SQL counts (bench processes only: installed by install_counters())."""
+
+
+def install_gc_clock() -> None:
+    """Add each garbage collection's duration to COUNTS (gc_ms, gc_ms_gen<N>): py-spy shows a collection only as
+    the line that allocated when it started."""
+    started: list[float] = [0.0]
+
+    def clock(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+            return
+        ms = (time.perf_counter() - started[0]) * 1000
+        COUNTS["gc_ms"] += ms  # type: ignore[assignment]
+        COUNTS[f"gc_ms_gen{info['generation']}"] += ms  # type: ignore[assignment]
+
+    gc.callbacks.append(clock)
 
 
 def install_counters() -> None:
