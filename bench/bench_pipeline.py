@@ -370,6 +370,10 @@ def show_counts(figures: dict[str, Any]) -> None:
           f"{ingress.get('redis_commands', 0):.1f} commands / {ingress.get('redis_round_trips', 0):.1f} round trips / "
           f"{ingress.get('redis_bytes', 0):.0f} bytes; SQL statements per run: {c.get('sql_statements', 0):.1f}; "
           f"GC pauses {c.get('gc_ms', 0):.2f} ms per run (gen2 {c.get('gc_ms_gen2', 0):.2f})")
+    sql = {k[4:]: v for k, v in c.items() if k.startswith("sql:")}
+    if sql:
+        print("     SQL per run by statement: " + ", ".join(f"{k} {v:.1f}" for k, v in
+                                                         sorted(sql.items(), key=lambda kv: -kv[1])))
     server = figures.get("server")
     if server:
         commands = {k: v for k, v in server.items() if k.startswith("cmd:") and k not in QUIET_COMMANDS}

@@ -248,8 +248,13 @@ def install_counters() -> None:
     AbstractConnection.pack_command = counted_one  # type: ignore[method-assign]
     AbstractConnection.pack_commands = counted_many  # type: ignore[method-assign]
 
-    def on_execute(*_: Any) -> None:
+    def on_execute(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         COUNTS["sql_statements"] += 1
+        words = statement.split()
+        verb = words[0].upper() if words else "?"
+        table = next((w for w, prev in zip(words[1:], words, strict=False)
+                      if prev.upper() in ("INTO", "FROM", "UPDATE")), "")
+        COUNTS[f"sql:{verb} {table}".strip()] += 1
 
     event.listen(Engine, "before_cursor_execute", on_execute)
 

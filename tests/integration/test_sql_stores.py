@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -242,3 +244,45 @@ async def test_feedback_is_one_vote_per_user_and_run_on_every_backend(db: Databa
     assert [(v.user, v.vote) for v in votes] == [("U1", Vote.DOWN), ("U2", Vote.UP)]
     assert votes[0].at == T0 + timedelta(minutes=1)
     assert [v.run_id for v in await store.since(T0 + timedelta(minutes=2))] == ["run-1", "run-2"]
+
+
+async def test_concurrent_timeline_events_share_transactions_and_each_is_committed(db: Database) -> None:
+    """Group commit: 200 events of 20 runs appended at once go out in a few transactions, not 200; every one is
+    stored and each append returns only after its row is committed."""
+    store = SqlTimelineStore(db)
+    commits = 0
+
+    def count(*_: object) -> None:
+        nonlocal commits
+        commits += 1
+
+    sa.event.listen(db.engine.sync_engine, "commit", count)
+    events = [TimelineEvent(run_id=f"run-{r}", seq=s, type=EventType.TOOL_CALL, at=T0)
+              for s in range(1, 11) for r in range(20)]
+    await asyncio.gather(*(store.append(e) for e in events))
+    assert commits <= 10
+    for r in range(20):
+        assert [e.seq for e in await store.list(f"run-{r}")] == list(range(1, 11))
+
+
+async def test_a_duplicate_event_in_a_group_fails_only_its_own_append(db: Database) -> None:
+    store = SqlTimelineStore(db)
+    first = TimelineEvent(run_id="run-1", seq=1, type=EventType.RUN_STARTED, at=T0)
+    await store.append(first)
+    others = [TimelineEvent(run_id="run-1", seq=s, type=EventType.TOOL_CALL, at=T0) for s in (2, 3)]
+    results = await asyncio.gather(store.append(first), *(store.append(e) for e in others), return_exceptions=True)
+    assert isinstance(results[0], IntegrityError)
+    assert results[1:] == [None, None]
+    assert [e.seq for e in await store.list("run-1")] == [1, 2, 3]
+
+
+async def test_appends_fail_clearly_while_the_database_is_gone(tmp_path: Path) -> None:
+    """No table (a database that is not the diagbot one): each append raises, none hangs."""
+    database = Database(f"sqlite:///{tmp_path}/empty.db")
+    try:
+        store = SqlTimelineStore(database)
+        events = [TimelineEvent(run_id="r", seq=s, type=EventType.RUN_STARTED, at=T0) for s in (1, 2, 3)]
+        results = await asyncio.wait_for(asyncio.gather(*(store.append(e) for e in events), return_exceptions=True), 10)
+        assert all(isinstance(r, sa.exc.OperationalError) for r in results)
+    finally:
+        await database.dispose()

@@ -7,10 +7,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from core.contracts.evidence import InvocationMeta
 from core.contracts.release import StoredDraft
 from core.stores.sql.db import Database, dumps, from_db_time, guard_drafts, reasoning_audit, to_db_time, tool_invocations
+from core.stores.sql.group_insert import GroupInsert
 
 UNAVAILABLE = "unavailable"
 MAX_DRAFTS_READ = 10_000
@@ -33,33 +37,49 @@ def _row(meta: InvocationMeta) -> dict[str, object]:
     }
 
 
+_CALL_KEY = ("run_id", "tool_call_id")
+
+
+def _upsert(dialect: str, row: dict[str, object]) -> sa.Executable | None:
+    """INSERT ... ON CONFLICT / ON DUPLICATE KEY UPDATE of one invocation row for the three backends."""
+    changes = [k for k in row if k not in _CALL_KEY]
+    if dialect in ("sqlite", "postgresql"):
+        insert = sqlite_insert if dialect == "sqlite" else postgresql_insert
+        statement = insert(tool_invocations).values(**row)
+        return statement.on_conflict_do_update(index_elements=list(_CALL_KEY),
+                                               set_={k: statement.excluded[k] for k in changes})
+    if dialect == "mysql":
+        mysql = mysql_insert(tool_invocations).values(**row)
+        return mysql.on_duplicate_key_update({k: mysql.inserted[k] for k in changes})
+    return None
+
+
 class SqlAuditStore:
     """AuditStore over the SQL database."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._dialect = db.dialect
+        self._reasoning = GroupInsert(db, reasoning_audit)  # concurrent runs' rows share a transaction
 
     async def record_invocation(self, meta: InvocationMeta) -> None:
-        """Insert the call's metadata, or update it when the call was recorded before."""
+        """Insert the call's metadata, or update it when the call was recorded before: one upsert statement on
+        the (run_id, tool_call_id) unique key (it was an UPDATE, then an INSERT when nothing matched)."""
         row = _row(meta)
-        match = (tool_invocations.c.run_id == meta.run_id) & (tool_invocations.c.tool_call_id == meta.tool_call_id)
         async with self._db.engine.begin() as conn:
+            statement = _upsert(self._dialect, row)
+            if statement is not None:
+                await conn.execute(statement)
+                return
+            match = (tool_invocations.c.run_id == meta.run_id) & (tool_invocations.c.tool_call_id == meta.tool_call_id)
             updated = await conn.execute(sa.update(tool_invocations).where(match).values(**row))
             if updated.rowcount == 0:
                 await conn.execute(sa.insert(tool_invocations).values(**row))
 
     async def record_reasoning(self, run_id: str, stage: str, step: int, content: str | None) -> None:
         """Store provider reasoning; None (or empty) is stored as 'unavailable'."""
-        async with self._db.engine.begin() as conn:
-            await conn.execute(
-                sa.insert(reasoning_audit).values(
-                    run_id=run_id,
-                    stage=stage[:40],
-                    step=step,
-                    content=content or UNAVAILABLE,
-                    recorded_at=to_db_time(datetime.now(UTC)),
-                )
-            )
+        await self._reasoning.insert({"run_id": run_id, "stage": stage[:40], "step": step,
+                                      "content": content or UNAVAILABLE, "recorded_at": to_db_time(datetime.now(UTC))})
 
     async def invocations(self, run_id: str) -> list[InvocationMeta]:
         """The run's invocation rows, in start order (for traces and tests)."""

@@ -8,6 +8,7 @@ import sqlalchemy as sa
 
 from core.contracts.run import EventType, TimelineEvent
 from core.stores.sql.db import Database, dumps, from_db_time, timeline_events, to_db_time
+from core.stores.sql.group_insert import GroupInsert
 
 
 class SqlTimelineStore:
@@ -15,20 +16,18 @@ class SqlTimelineStore:
 
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._inserts = GroupInsert(db, timeline_events)  # concurrent runs' events share a transaction
 
     async def append(self, event: TimelineEvent) -> None:
-        """Insert one event (its (run_id, seq) must be new)."""
-        async with self._db.engine.begin() as conn:
-            await conn.execute(
-                sa.insert(timeline_events).values(
-                    run_id=event.run_id,
-                    seq=event.seq,
-                    type=event.type.value,
-                    at=to_db_time(event.at),
-                    duration_ms=event.duration_ms,
-                    summary=dumps(event.summary),
-                )
-            )
+        """Insert one event (its (run_id, seq) must be new); returns once it is committed."""
+        await self._inserts.insert({
+            "run_id": event.run_id,
+            "seq": event.seq,
+            "type": event.type.value,
+            "at": to_db_time(event.at),
+            "duration_ms": event.duration_ms,
+            "summary": dumps(event.summary),
+        })
 
     async def list(self, run_id: str) -> list[TimelineEvent]:
         """All events of a run in seq order."""
