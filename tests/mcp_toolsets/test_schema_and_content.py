@@ -183,7 +183,7 @@ def test_bounded_cuts_with_the_marker() -> None:
     assert json_size(kept) <= 1024 + 64
 
 
-leaf_schemas = st.one_of(
+leaf_schemas: st.SearchStrategy[dict[str, Any]] = st.one_of(
     st.fixed_dictionaries({"type": st.sampled_from(["string", "integer", "number", "boolean", "null"])},
                           optional={"description": st.text(max_size=40), "default": st.integers(),
                                     "minimum": st.integers(), "maxLength": st.integers(0, 50),
