@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import itertools
 import json
 import logging
@@ -228,14 +229,29 @@ class StubSlack(AsyncWebClient):
                                   headers={}, status_code=200)
 
 
+LAGS: list[float] = []
+"""A worker's event-loop lags (ms) since its last stats line: what an ack served by that loop would wait."""
+
+
+async def tick_lags(every_s: float = 0.01) -> None:
+    """Record how late a 10 ms sleep wakes up, for the life of the worker."""
+    while True:
+        started = time.perf_counter()
+        await asyncio.sleep(every_s)
+        LAGS.append((time.perf_counter() - started - every_s) * 1000)
+
+
 def process_stats(slack: StubSlack) -> dict[str, Any]:
     """What a worker reports: CPU seconds so far, current and peak RSS (MiB), final messages posted by outcome, its
-    Redis and SQL counts."""
+    Redis and SQL counts, its loop lag p99 / max since the last report."""
     with open("/proc/self/statm") as f:
         rss = int(f.read().split()[1]) * resource.getpagesize() / 2**20
+    lags = sorted(LAGS) or [0.0]
+    LAGS.clear()
     return {"cpu_s": time.process_time(), "rss_mb": rss,
             "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "finals": slack.finals[0],
-            "outcomes": dict(slack.outcomes), "counts": dict(cost_account.COUNTS)}
+            "outcomes": dict(slack.outcomes), "counts": dict(cost_account.COUNTS),
+            "lag_p99_ms": lags[int(0.99 * (len(lags) - 1))], "lag_max_ms": lags[-1]}
 
 
 DEVNULL = open(os.devnull, "w")  # noqa: SIM115 - the log stream of a worker process, for its whole life
@@ -260,7 +276,10 @@ async def serve_worker(delay_s: float, concurrency: int, prefix: str, redis_url:
         bot = build_bot(settings, services.chat_service, services.kv, client=slack, queue=queue_for(services),
                         metrics=services.metrics, feedback=services.feedback)
         tune_gc()
+        if thresholds := os.environ.get("BENCH_GC_THRESHOLDS"):  # e.g. 100000,20,20: try other GC settings
+            gc.set_threshold(*(int(t) for t in thresholds.split(",")))
         bot.start()
+        ticker = asyncio.create_task(tick_lags())
         print("ready", flush=True)
         loop = asyncio.get_running_loop()
         try:
@@ -268,6 +287,7 @@ async def serve_worker(delay_s: float, concurrency: int, prefix: str, redis_url:
                 if line.strip() == "stats":
                     print(json.dumps(process_stats(slack)), flush=True)
         finally:
+            ticker.cancel()
             await bot.aclose(1.0)
             await services.aclose()
 
@@ -352,6 +372,8 @@ def per_run(after: list[dict[str, Any]], before: list[dict[str, Any]], count: in
         for key, value in a["counts"].items():
             counts[key] = counts.get(key, 0) + (value - b["counts"].get(key, 0)) / count
     return {"cpu_ms": sum(a["cpu_s"] - b["cpu_s"] for a, b in pairs) * 1000 / count, "counts": counts,
+            "lag_p99_ms": max(a.get("lag_p99_ms", 0.0) for a in after),
+            "lag_max_ms": max(a.get("lag_max_ms", 0.0) for a in after),
             "shares": "/".join(str(int(a["finals"] - b["finals"])) for a, b in pairs),
             "not_success": sum(n - b["outcomes"].get(k, 0) for a, b in pairs for k, n in a["outcomes"].items()
                                if k != "SUCCESS")}
@@ -369,7 +391,8 @@ def show_counts(figures: dict[str, Any]) -> None:
           f"{c.get('redis_round_trips', 0):.1f} round trips, {c.get('redis_bytes', 0):.0f} bytes sent; enqueue side "
           f"{ingress.get('redis_commands', 0):.1f} commands / {ingress.get('redis_round_trips', 0):.1f} round trips / "
           f"{ingress.get('redis_bytes', 0):.0f} bytes; SQL statements per run: {c.get('sql_statements', 0):.1f}; "
-          f"GC pauses {c.get('gc_ms', 0):.2f} ms per run (gen2 {c.get('gc_ms_gen2', 0):.2f})")
+          f"GC pauses {c.get('gc_ms', 0):.2f} ms per run (gen2 {c.get('gc_ms_gen2', 0):.2f}); event-loop lag "
+          f"p99 {figures.get('lag_p99_ms', 0):.1f} ms, max {figures.get('lag_max_ms', 0):.1f} ms")
     sql = {k[4:]: v for k, v in c.items() if k.startswith("sql:")}
     if sql:
         print("     SQL per run by statement: " + ", ".join(f"{k} {v:.1f}" for k, v in
@@ -517,6 +540,7 @@ def row_figures(result: dict[str, Any]) -> dict[str, float]:
             "Redis commands per run (enqueue side)": batch["ingress_counts"].get("redis_commands", 0),
             "SQL statements per run": counts.get("sql_statements", 0),
             "GC pause ms per run (workers)": counts.get("gc_ms", 0),
+            f"{top} queued: event-loop lag p99 ms (worst worker)": batch.get("lag_p99_ms", 0.0),
             "redis-server CPU ms per run": server.get("cpu_s", 0) * 1000,
             "peak RSS MiB (max worker)": max(result["peaks"])}
     for name, ms in (result.get("account") or {}).get("stages", {}).items():

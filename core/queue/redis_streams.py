@@ -62,6 +62,12 @@ return 'queued'
 
 # KEYS: stream. ARGV: group, consumer, entry ids... Returns the ids another consumer owns now (an entry no longer
 # pending was finished, most often by this consumer just after its upkeep listed it: not a take-over).
+# KEYS: turn-run record, run-job record; ARGV: run id, job id, TTL s. Returns the previous attempt's run id (or nil).
+_BEGIN = """
+local previous = redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3], 'GET')
+redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[3])
+return previous
+"""
 _HEARTBEAT = """
 local lost = {}
 for i = 3, #ARGV do
@@ -136,6 +142,7 @@ class RedisJobQueue:
         self._metrics = metrics or Metrics()
         self._enqueue = client.register_script(_ENQUEUE)
         self._heartbeat = client.register_script(_HEARTBEAT)
+        self._begin = client.register_script(_BEGIN)
         self._next_in_thread = client.register_script(_NEXT_IN_THREAD)
         self._finish = client.register_script(_FINISH)
         self._hand_back = client.register_script(_HAND_BACK)
@@ -252,15 +259,9 @@ class RedisJobQueue:
 
     async def begin(self, job: TurnJob, run_id: str) -> str | None:
         """Record `run_id` as the job's current attempt; the previous attempt's run id, if one started."""
-        ttl = RECORD_TTL_S
-
-        async def op() -> list[Any]:
-            async with self._client.pipeline(transaction=False) as pipe:  # both records in one round trip
-                pipe.set(self._key("turn-run", job.job_id), run_id, ex=ttl, get=True)
-                pipe.set(self._key("run-job", run_id), job.job_id, ex=ttl)
-                return await pipe.execute()
-
-        previous, _ = await self._call(op)
+        keys = [self._key("turn-run", job.job_id), self._key("run-job", run_id)]
+        args: list[str | int] = [run_id, job.job_id, RECORD_TTL_S]
+        previous: Any = await self._call(lambda: self._begin(keys=keys, args=args))  # both records, one round trip
         prev = None if previous is None else _text(previous)
         return None if prev == run_id else prev
 
