@@ -70,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     agent_eval.add_argument("suite", help="suite folder (one folder per incident, e.g. eval/agent) or one incident")
     agent_eval.add_argument("--live", action="store_true", help="the configured model endpoint answers, not recordings")
     agent_eval.add_argument("--record", metavar="NAME", help="with --live: keep the answers as recordings/NAME.json")
+    agent_eval.add_argument("--server", dest="server_label", metavar="TEXT",
+                            help="with --record: how the model was served (kept in the recordings)")
     agent_eval.add_argument("--model", dest="only", metavar="NAME", help="replay only this recording (file stem or model)")
     agent_eval.add_argument("--incident", metavar="TEXT", help="only incidents whose folder name contains TEXT")
     agent_eval.add_argument("--no-first-look", dest="first_look", action="store_false",
@@ -251,7 +253,8 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
         from entrypoints.eval_agent import run_eval_agent
 
         return await run_eval_agent(Path(args.suite), live=args.live, settings=settings, record=args.record,
-                                    only=args.only, first_look=args.first_look, incident_filter=args.incident)
+                                    only=args.only, first_look=args.first_look, incident_filter=args.incident,
+                                    server_label=args.server_label)
     if args.command == "check":
         from entrypoints.check import check_command
 

@@ -183,7 +183,7 @@ async def _replay_one(base: Settings, incident: Incident, recording: Recording, 
 
 
 async def live_suite(incidents: Sequence[Incident], folder: Path, settings: Settings, *, record: str | None,
-                     first_look: bool, out: Print) -> list[RunRow]:
+                     first_look: bool, out: Print, server_label: str | None = None) -> list[RunRow]:
     """Every incident against the configured endpoint, one at a time; with `record`, keep the answers."""
     from core.llm.openai_model import OpenAIChatModel
 
@@ -201,7 +201,8 @@ async def live_suite(incidents: Sequence[Incident], folder: Path, settings: Sett
         rows.append(row)
         if record:
             write_recording(incident.folder / "recordings" / f"{record}.json", Recording(
-                model=settings.diag_model or "?", server=str(settings.openai_base_url or ""), first_look=first_look,
+                model=settings.diag_model or "?", server=server_label or str(settings.openai_base_url or ""),
+                first_look=first_look,
                 expect=row.score, wall_s=round(row.wall_s, 1), recorded_at=datetime.now(UTC).isoformat(timespec="seconds"),
                 responses=recorder.responses))
     return rows
@@ -238,7 +239,7 @@ def table(rows: Sequence[RunRow]) -> list[str]:
 
 async def run_eval_agent(suite: Path, *, live: bool = False, settings: Settings | None = None, out: Print = print,
                          record: str | None = None, only: str | None = None, first_look: bool = True,
-                         incident_filter: str | None = None) -> int:
+                         incident_filter: str | None = None, server_label: str | None = None) -> int:
     """The command: 0 when nothing wrong was published (and, replaying, every recording scored as recorded)."""
     incidents = [i for i in load_suite(suite) if not incident_filter or incident_filter in i.name]
     with tempfile.TemporaryDirectory(prefix="diagbot-eval-agent-") as tmp:
@@ -246,7 +247,8 @@ async def run_eval_agent(suite: Path, *, live: bool = False, settings: Settings 
             live_settings = settings or Settings()
             out(f"diagbot eval-agent --live: {len(incidents)} incidents against {live_settings.diag_model} "
                 f"(first look {'on' if first_look else 'off'})")
-            rows = await live_suite(incidents, Path(tmp), live_settings, record=record, first_look=first_look, out=out)
+            rows = await live_suite(incidents, Path(tmp), live_settings, record=record, first_look=first_look, out=out,
+                                    server_label=server_label)
         else:
             out(f"diagbot eval-agent: {len(incidents)} incidents, recorded model answers (tools, guards and release "
                 "run for real on each incident's data)")

@@ -96,3 +96,30 @@ async def test_a_recording_that_no_longer_fits_the_run_fails_the_suite(herring: 
     code = await run_eval_agent(herring.parent, out=lines.append)
     assert code == 1
     assert any("PROBLEM: recorded as correct, now abstained" in line for line in lines)
+
+
+async def test_a_live_run_is_recorded_and_its_recording_replays_as_it_ran(tmp_path: Path) -> None:
+    """--live --record against a llama-cpp-python-like server writing <tool_call> text: the run reaches the guards,
+    its answers are kept with tool call ids as placeholders, and replaying them scores the same, deterministically."""
+    from core.settings import Settings
+    from testkit.openai_server import FakeOpenAIServer
+    from tests.fakes.llama_cpp_endpoint import GGUF_TEMPLATE, llama_cpp
+
+    folder = tmp_path / "01_connection_pool"
+    shutil.copytree(SUITE / "01_connection_pool", folder)
+    async with FakeOpenAIServer(models=["small"]) as server:
+        server.push(*[llama_cpp(GGUF_TEMPLATE)] * 12)
+        live = Settings(openai_base_url=server.base_url, openai_api_key="k", diag_model="small", redis_url=None)
+        lines: list[str] = []
+        code = await run_eval_agent(tmp_path, live=True, settings=live, out=lines.append, record="small-live",
+                                    server_label="fake llama-cpp, GGUF template")
+    row = next(line for line in lines if line.startswith("01_connection_pool"))
+    assert "text_calls=" in row
+    assert "guards: evidence=" in row
+    recording = json.loads((folder / "recordings" / "small-live.json").read_text())
+    assert recording["server"] == "fake llama-cpp, GGUF template"
+    assert recording["first_look"] is True
+    assert "{{call:1}}" in json.dumps(recording["responses"]) or "{{look:" in json.dumps(recording["responses"])
+    replayed: list[str] = []
+    assert await run_eval_agent(tmp_path, out=replayed.append, only="small-live") == code
+    assert not any("PROBLEM" in line for line in replayed)
