@@ -20,6 +20,9 @@ from core.tools.mcp.selection import OfferedTool, select
 
 log = logging.getLogger(__name__)
 
+IDLE_PING_S = 0.25
+"""A connection idle this long is pinged before a call, so a server that died in between is restarted first."""
+PING_TIMEOUT_S = 2.0
 RESTART_BACKOFF_S = 5.0
 """After a failed (re)start, calls within this many seconds fail at once instead of waiting for another start."""
 
@@ -108,7 +111,10 @@ class McpManager:
     async def _connection(self, state: ServerState) -> Connection:
         conn = state.connection
         if conn is not None and not conn.broken.is_set():
-            return conn
+            idle = time.monotonic() - conn.last_used
+            if idle < IDLE_PING_S or await conn.alive(min(PING_TIMEOUT_S, state.config.timeout_s)):
+                return conn
+            log.info("MCP server %s stopped answering while idle; restarting it", state.config.name)
         if conn is not None:
             self._retire(state)
         since = time.monotonic() - state.failed_at

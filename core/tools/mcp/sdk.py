@@ -13,6 +13,7 @@ import contextlib
 import logging
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -133,6 +134,7 @@ class Connection:
         self._ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
         self._stderr: TextIO | None = None
         self._owner: asyncio.Task[None] | None = None
+        self.last_used = time.monotonic()
 
     @classmethod
     async def open(cls, config: McpServerConfig) -> Connection:
@@ -246,11 +248,28 @@ class Connection:
                 break
         return tools
 
+    async def alive(self, timeout_s: float) -> bool:
+        """Whether the server still answers a ping (a server that died while idle is found before a call fails)."""
+        if self.broken.is_set():
+            return False
+        try:
+            async with asyncio.timeout(timeout_s):
+                await self._request(self._session.send_ping())
+        except (TimeoutError, ServerUnavailable):
+            return False
+        except ServerError:
+            return True  # it answered, if only to refuse ping
+        self.last_used = time.monotonic()
+        return True
+
     async def call(self, name: str, arguments: dict[str, Any], timeout_s: float) -> CallResult:
         """One tools/call; TimeoutError after timeout_s, ServerError for an error answer, ServerUnavailable if the
         connection breaks meanwhile."""
-        async with asyncio.timeout(timeout_s):
-            result = await self._request(self._session.call_tool(name, arguments))
+        try:
+            async with asyncio.timeout(timeout_s):
+                result = await self._request(self._session.call_tool(name, arguments))
+        finally:
+            self.last_used = time.monotonic()
         if not isinstance(result, types.CallToolResult):
             raise ServerError(0, "the server answered with something other than a tool result")
         return CallResult(
