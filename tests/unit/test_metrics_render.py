@@ -73,3 +73,29 @@ def test_fallback_fact_and_progress_words() -> None:
     none = _record("m_none")
     empty = spec.fact(EvidenceStatus.NO_EVIDENCE, none["projection"], none["effective_arguments"], frozenset())
     assert "returned no series" in empty.text
+
+
+def test_show_evidence_of_a_finding_citing_ten_metric_calls_fits_slack() -> None:
+    """Ten cited query_metrics calls (three series each) render as valid Block Kit within Slack's limits."""
+    from bot.render.evidence import evidence_view
+    from bot.render.limits import MAX_BLOCKS, MAX_TOTAL_CHARS, fit_blocks
+    from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft
+    from core.contracts.release import EvidenceSource, PublishedReport
+    from tests.fakes.slack_server import validate_blocks
+
+    record = _record("m_err_all")
+    ids = [f"call_m{i}" for i in range(10)]
+    draft = DiagnosisDraft.model_validate({
+        "conclusion": None, "analysis": [], "action_plan": [], "recommendations": [], "limitations": {"scope": "x"}})
+    draft.analysis = [Analysis(analysis_id="a1", kind=AnalysisKind.NORMAL, tool_call_ids=ids,
+                               text="checkout-api's 5xx ratio peaked at 86.2 % at 23:14.")]
+    sources = [EvidenceSource(tool_call_id=cid, tool_name="query_metrics", evidence_status=EvidenceStatus.EVIDENCE_FOUND,
+                              label="query_metrics http_server_requests_error_ratio (3 series)") for cid in ids]
+    report = PublishedReport(run_id="run_m", draft=draft, sources=sources,
+                             evidence={cid: {**record["projection"], "tool_call_id": cid} for cid in ids},
+                             evidence_arguments=dict.fromkeys(ids, record["effective_arguments"]))
+    blocks = fit_blocks(evidence_view(report, 0), run_id=None)
+    assert validate_blocks(blocks) is None, validate_blocks(blocks)
+    assert len(blocks) <= MAX_BLOCKS
+    assert len(json.dumps(blocks)) <= MAX_TOTAL_CHARS
+    assert "max 86.2 % at 23:14" in json.dumps(blocks, ensure_ascii=False)
