@@ -9,9 +9,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.contracts.evidence import RawResult, ToolName
+from core.contracts.evidence import RawResult
 from core.evidence.projection import project, projection_size
 from core.evidence.redaction import redact
+from testkit.tool_names import ToolName
 
 SIZES = [("1 KB", 1_000), ("10 KB", 10_000), ("100 KB", 100_000), ("1 MB", 1_000_000), ("10 MB", 10_000_000)]
 MAX_BYTES = 8192

@@ -31,7 +31,6 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from core.contracts.evidence import ToolName
 from core.contracts.run import Budgets
 from core.evidence.boundary import ToolBoundary
 from core.run import RunContext
@@ -40,6 +39,7 @@ from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
 from core.tools.sql.tool import SqlTool
+from testkit.tool_names import ToolName
 
 BIG_ROWS = 40
 BIG_CELL = 2_500_000

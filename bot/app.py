@@ -40,7 +40,6 @@ from core.queue.memory import InMemoryJobQueue
 from core.service.feedback import FeedbackService
 from core.settings import Settings
 from core.stores.memory import InMemoryFeedbackStore
-from core.tools.registry import current_registry
 from core.turns.answers import Answers
 from core.turns.runner import TurnRunner
 from core.turns.timing import TurnTiming
@@ -164,9 +163,7 @@ def worker_policy(settings: Settings) -> WorkerPolicy:
 
 def render_options(settings: Settings) -> RenderOptions:
     """Presentation settings for the renderers: deep-link templates and the feedback control's form."""
-    others = {spec.name: template for toolset in current_registry().toolsets for spec in toolset.specs if spec.link_setting
-              and isinstance(template := getattr(settings, spec.link_setting, None), str) and template}
-    return RenderOptions(links=SourceLinks(settings.diag_logs_link_template, settings.diag_sql_link_template, others),
+    return RenderOptions(links=SourceLinks.from_settings(settings),
                          plain_feedback=settings.diag_slack_plain_feedback)
 
 

@@ -16,7 +16,6 @@ from typing import Any
 import redis.asyncio as aioredis
 from sqlalchemy.exc import SQLAlchemyError
 
-from core.contracts.evidence import ToolName
 from core.contracts.run import Budgets
 from core.errors import StoreUnavailable
 from core.evidence.boundary import ToolBoundary
@@ -36,7 +35,6 @@ from core.ports import (
     KeyValueStore,
     RunStore,
     TimelineStore,
-    Tool,
 )
 from core.release.release import DiagnosisRelease
 from core.service.chat_service import ChatService
@@ -65,10 +63,10 @@ from core.stores.sql.migrate import MigrationError, prepare_schema
 from core.stores.sql.retention import purge_older_than
 from core.stores.sql.runs import SqlRunStore
 from core.stores.sql.timeline import SqlTimelineStore
-from core.tools.clock import clock_from
+from core.tools.clock import clock_from, tool_env
 from core.tools.logs.first_look import logs_first_look
-from core.tools.registry import build_tools, current_registry
-from core.tools.sql_first_look import sql_first_look
+from core.tools.registry import current_registry
+from core.tools.sql.first_look import sql_first_look
 
 log = logging.getLogger(__name__)
 
@@ -279,17 +277,15 @@ def build_model(settings: Settings, stack: AsyncExitStack, model: ChatModel | No
     return openai_model, True
 
 
-def build_boundary(
-    settings: Settings, stack: AsyncExitStack, tools: Mapping[ToolName, Tool[Any]] | None, canonical: CanonicalStore,
+async def build_boundary(
+    settings: Settings, stack: AsyncExitStack, tools: Mapping[str, Any] | None, canonical: CanonicalStore,
     audit: AuditStore, instruments: Instruments,
 ) -> ToolBoundary:
-    """The ToolBoundary over the given tools, or over the tools settings name (closed with the stack)."""
+    """The ToolBoundary over the given tools, or over every registered toolset's tools as settings configure them
+    (what they opened, Loki's HTTP session, the SQL engine, MCP servers, is closed with the stack; injected tools
+    stay the caller's)."""
     if tools is None:
-        tools = build_tools(settings)
-        # Tools built here are closed here (Loki's HTTP session, the SQL engine); injected tools stay the caller's.
-        for tool in tools.values():
-            if callable(close := getattr(tool, "aclose", None)):
-                on_close(stack, close)
+        tools = await current_registry().build(settings, tool_env(settings, stack))
     return ToolBoundary(tools, canonical, audit, projection_max_bytes=settings.diag_projection_max_bytes,
                         metrics=instruments.metrics, redactor=instruments.redactor,
                         raw_max_bytes=settings.diag_canonical_raw_max_bytes)
@@ -314,10 +310,12 @@ def build_steps(
     return Steps(
         router=IntentRouter(metered("router"), agent_model, prompts, timeout_s=settings.router_timeout_s),
         agent=DiagnosisAgent(metered("agent"), agent_model, boundary, prompts, audit, call_timeout_s=timeout_s,
-                             tools=diagnosis_tools(strict=strict), first_look=first_look(settings, boundary)),
+                             tools=diagnosis_tools(boundary.tools.values(), strict=strict),
+                             first_look=first_look(settings, boundary)),
         release=DiagnosisRelease(guard, repairer, judge, canonical, metrics=metrics, drafts=draft_archive(audit)),
         knowledge=KnowledgeAnswerer(metered("knowledge"), agent_model, boundary, prompts, canonical, audit,
-                                    call_timeout_s=timeout_s, tools=knowledge_tools(strict=strict)),
+                                    call_timeout_s=timeout_s,
+                                    tools=knowledge_tools(boundary.tools.values(), strict=strict)),
     )
 
 
@@ -355,7 +353,7 @@ async def build_services(
     settings: Settings,
     *,
     model: ChatModel | None = None,
-    tools: Mapping[ToolName, Tool[Any]] | None = None,
+    tools: Mapping[str, Any] | None = None,
     canonical: CanonicalStore | None = None,
     kv: KeyValueStore | None = None,
     runs: RunStore | None = None,
@@ -379,7 +377,7 @@ async def build_services(
         rules = load_rules(settings.diag_rules_file)
         # One metrics registry, and one rule set and memo for every projection and stored question.
         instruments = Instruments(metrics or Metrics(), Redactor())
-        boundary = build_boundary(settings, stack, tools, sessions.canonical, records.audit, instruments)
+        boundary = await build_boundary(settings, stack, tools, sessions.canonical, records.audit, instruments)
         steps = build_steps(settings, chat_model, boundary, sessions.canonical, records.audit, prompts, rules,
                             instruments.metrics)
         policy = RunPolicy(run_versions(settings, prompts, rules), budgets or settings.budgets)

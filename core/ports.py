@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft
-from core.contracts.evidence import CallSummary, CanonicalRecord, InvocationMeta, RawResult, ToolName
+from core.contracts.evidence import CallSummary, CanonicalRecord, InvocationMeta, RawResult
 from core.contracts.feedback import Feedback, FeedbackTally, Stored, Vote
 from core.contracts.release import (
     FailureCause,
@@ -152,7 +152,7 @@ class RunStore(Protocol):
 class Tool(Protocol[ArgsT]):
     """One read-only tool backend behind the ToolBoundary, generic over its argument model (no downcasts)."""
 
-    name: ToolName
+    name: str
     args_model: type[ArgsT]
 
     async def run(self, args: ArgsT) -> RawResult:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -11,19 +12,19 @@ import sys
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, get_args
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from core.bootstrap import ModelNotConfigured, build_services
-from core.contracts.evidence import ToolName
 from core.contracts.release import Outcome
 from core.contracts.run import SessionKey, Turn
 from core.errors import StoreUnavailable
 from core.observability.log_setup import configure_logging
 from core.run import RunContext
 from core.settings import Settings
-from core.tools.args import args_model_for
+from core.tools.contract import Tool
+from core.tools.registry import current_registry
 from entrypoints import schema_commands
 from entrypoints.feedback_export import export, since_of
 from entrypoints.outcome_text import render_outcome, render_timeline
@@ -58,7 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     feedback.add_argument("--format", choices=("csv", "json"), default="csv", dest="fmt")
     tool = commands.add_parser(
         "tool", help="call one tool through the ToolBoundary and print its projection JSON",
-        description="Tools: " + ", ".join(t.value for t in ToolName) + ". Each argument is an option: --service X.",
+        description="Tools: " + ", ".join(s.name for s in current_registry().specs() if s.args_model is not None)
+                    + ", and mcp_<server>_<tool> for each allowed MCP tool. Each argument is an option: --service X.",
     )
     tool.add_argument("name", help="tool name")
     evaluate = commands.add_parser(
@@ -83,30 +85,46 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def tool_parser(name: ToolName) -> argparse.ArgumentParser:
-    """Options of one tool, built from its argument model (values are validated by the boundary, not here)."""
-    model = args_model_for(name)
-    parser = argparse.ArgumentParser(prog=f"diagbot tool {name.value}", description=model.__doc__)
-    for field_name, field in model.model_fields.items():
-        parser.add_argument(f"--{field_name.replace('_', '-')}", dest=field_name, default=None,
-                            help=(field.description or "") + (" (required)" if field.is_required() else ""))
+def tool_parser(tool: Tool[Any]) -> argparse.ArgumentParser:
+    """Options of one tool, one per property of its JSON schema (values are validated by the boundary, not here)."""
+    schema = tool.parameters()
+    required = set(schema.get("required") or ())
+    parser = argparse.ArgumentParser(prog=f"diagbot tool {tool.name}", description=tool.description)
+    for key, prop in (schema.get("properties") or {}).items():
+        help_text = str(prop.get("description") or "") if isinstance(prop, dict) else ""
+        parser.add_argument(f"--{key.replace('_', '-')}", dest=key, default=None,
+                            help=help_text + (" (required)" if key in required else ""))
     return parser
 
 
-def tool_arguments(model: type[BaseModel], values: dict[str, str | None]) -> dict[str, Any]:
-    """Arguments as the model would send them: numbers as numbers when they parse, everything else as given."""
+def _types(prop: Any) -> set[str]:
+    """The JSON types a schema property allows (its own, and its anyOf/oneOf branches')."""
+    if not isinstance(prop, dict):
+        return set()
+    own = prop.get("type")
+    found = set(own) if isinstance(own, list) else {own} if isinstance(own, str) else set()
+    for branch in (*prop.get("anyOf", ()), *prop.get("oneOf", ())):
+        found |= _types(branch)
+    return found
+
+
+def tool_arguments(schema: dict[str, Any], values: dict[str, str | None]) -> dict[str, Any]:
+    """Arguments as the model would send them: integers, numbers and booleans as such when they parse, everything
+    else as given (the boundary turns a bad value into an INVALID_ARGUMENTS projection)."""
+    properties = schema.get("properties") or {}
     arguments: dict[str, Any] = {}
     for key, raw in values.items():
         if raw is None:
             continue
-        annotation = model.model_fields[key].annotation
-        kinds = {annotation, *get_args(annotation)}
+        types = _types(properties.get(key))
         value: Any = raw
-        if int in kinds:
-            try:
+        with contextlib.suppress(ValueError):
+            if "integer" in types:
                 value = int(raw)
-            except ValueError:
-                value = raw  # the boundary turns it into an INVALID_ARGUMENTS projection
+            elif "number" in types:
+                value = float(raw)
+        if "boolean" in types and raw.lower() in ("true", "false"):
+            value = raw.lower() == "true"
         arguments[key] = value
     return arguments
 
@@ -139,13 +157,20 @@ async def _trace(settings: Settings, run_id: str) -> int:
         await services.aclose()
 
 
-async def _tool(settings: Settings, name: ToolName, arguments: dict[str, Any]) -> int:
+async def _tool(settings: Settings, parser: argparse.ArgumentParser, name: str, rest: list[str]) -> int:
     services = await build_services(settings)
     try:
+        tool = services.boundary.tools.get(name)
+        if tool is None:
+            parser.error(f"unknown tool {name!r}; tools: {', '.join(services.boundary.tools)}")
+        tool_cli = tool_parser(tool)
+        options, unknown = tool_cli.parse_known_args(rest)
+        arguments = tool_arguments(tool.parameters(), vars(options))
+        arguments.update(_extra_options(tool_cli, unknown))
         run_id = f"cli_{uuid.uuid4().hex}"
-        ctx = RunContext(run_id=run_id, session_key=f"cli:{run_id}", query=f"diagbot tool {name.value}",
+        ctx = RunContext(run_id=run_id, session_key=f"cli:{run_id}", query=f"diagbot tool {name}",
                          timeline=services.timeline_for(run_id), budgets=settings.budgets)
-        projection = await services.boundary.invoke(ctx, None, name.value, arguments)
+        projection = await services.boundary.invoke(ctx, None, name, arguments)
         print(json.dumps(projection, indent=2, ensure_ascii=False))
         return EXIT_FAILED if projection.get("evidence_status") == "ERROR" else EXIT_OK
     finally:
@@ -265,15 +290,7 @@ async def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace, r
         return await schema_commands.purge(settings, args.older_than)
     if args.command == "feedback":
         return await _feedback(settings, args.since, args.fmt)
-    try:
-        name = ToolName(args.name)
-    except ValueError:
-        parser.error(f"unknown tool {args.name!r}; tools: {', '.join(t.value for t in ToolName)}")
-    tool_cli = tool_parser(name)
-    options, unknown = tool_cli.parse_known_args(rest)
-    arguments = tool_arguments(args_model_for(name), vars(options))
-    arguments.update(_extra_options(tool_cli, unknown))
-    return await _tool(settings, name, arguments)
+    return await _tool(settings, parser, args.name, rest)
 
 
 def _extra_options(parser: argparse.ArgumentParser, unknown: list[str]) -> dict[str, str]:

@@ -23,7 +23,6 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus
 from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.release import Outcome, ReleaseOutcome, SemanticVerdict, SemanticVerdictKind
-from core.evidence.subjects import subject_of
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
 from core.release.release import DiagnosisRelease
@@ -31,6 +30,7 @@ from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryTimelineStore
+from core.tools.registry import spec_for
 from entrypoints.preview_html import blocks_page, page, plan_html
 from testkit.release import FixedJudge, ScriptedRepairer, knowledge_record, logs_record, sql_record
 
@@ -108,7 +108,7 @@ def progress_page() -> str:
     for record in records():
         projection = record.projection or {}
         tool = ToolProgress(tool_call_id=record.tool_call_id, tool=record.tool_name,
-                            subject=subject_of(record.tool_name, record.effective_arguments, projection),
+                            subject=spec_for(record.tool_name).subject(record.effective_arguments, projection),
                             evidence_status=EvidenceStatus(projection["evidence_status"]), count=projection["count"])
         updates.append(ProgressUpdate(stage=ProgressStage.TOOL_FINISHED, tool=tool))
     updates += [ProgressUpdate(stage=ProgressStage.EVIDENCE_CHECK), ProgressUpdate(stage=ProgressStage.REVIEW)]

@@ -8,16 +8,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from core.contracts.draft import DiagnosisDraft
-from core.contracts.evidence import (
-    CallSummary,
-    CanonicalRecord,
-    EvidenceStatus,
-    InvocationState,
-    ToolError,
-    ToolName,
-)
+from core.contracts.evidence import CallSummary, CanonicalRecord, EvidenceStatus, InvocationState, ToolError
 from core.contracts.release import SemanticVerdict, SemanticVerdictKind, VerifiedEvidenceSnapshot, Violation
 from core.ports import CanonicalStore, Timeline
+from testkit.tool_names import ToolName
 
 FIXED_TIME = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 

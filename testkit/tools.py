@@ -1,13 +1,19 @@
-"""FakeTool: a tiny Tool for boundary tests that returns a given RawResult, raises, or sleeps."""
+"""FakeTool: a tiny Tool for boundary tests that returns a given RawResult, raises, or sleeps; backends_for: the
+tools settings configure, by name."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import AsyncExitStack
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from core.contracts.evidence import RawResult, ToolName
+from core.contracts.evidence import RawResult
+from core.settings import Settings
+from core.tools.clock import tool_env
+from core.tools.registry import current_registry
 
 
 class FakeArgs(BaseModel):
@@ -24,7 +30,7 @@ class FakeTool:
 
     def __init__(
         self,
-        name: ToolName,
+        name: str,
         result: RawResult | None = None,
         *,
         error: BaseException | None = None,
@@ -53,3 +59,10 @@ class FakeTool:
         if self._error is not None:
             raise self._error
         return self._respond(args) if self._respond is not None else self._result
+
+
+async def backends_for(settings: Settings) -> dict[str, Any]:
+    """Every registered toolset's tools as `settings` configure them, by name: the native backends themselves
+    (LogsTool, LokiLogsTool, SqlTool, ...), other tools as they are. What they open is left for the test to close."""
+    tools = await current_registry().build(settings, tool_env(settings, AsyncExitStack()))
+    return {name: getattr(tool, "backend", tool) for name, tool in tools.items()}

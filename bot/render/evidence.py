@@ -1,8 +1,9 @@
 """Click-to-verify: the verified items behind one finding, exactly the projections the guards checked.
 
-Log lines with time and level, SQL rows as a table under their column names (the first SQL call as a Block Kit
-`table`, Slack allows one per message; others in monospace), runbook excerpts with their document. Inline, each finding
-shows its single most telling item.
+Each cited call's tool says how its items look (ToolSpec.evidence_view, plain data): lines (log lines with time and
+level), a table (SQL rows under their column names: the first as a Block Kit `table`, Slack allows one per message;
+others in monospace), excerpts (runbook sections with their document) or series (metrics as sparklines with
+min/max/last). Inline, each finding shows its single most telling item (ToolSpec.telling_item).
 """
 
 from __future__ import annotations
@@ -16,11 +17,9 @@ from bot.render.mrkdwn import code, escape, header, pre, section
 from bot.render.series import series_view_blocks
 from bot.render.table import mono_table, table_block
 from core.contracts.draft import Analysis
-from core.contracts.evidence import ToolName
 from core.contracts.release import EvidenceSource, PublishedReport
-from core.evidence.subjects import shorten
-from core.release.facts import cell, log_line, question_words, telling_lines, telling_rows
-from core.tools.contract import SeriesView, ToolSpec
+from core.evidence.subjects import question_words, shorten
+from core.tools.contract import ExcerptsView, LinesView, SeriesView, TableView
 from core.tools.registry import current_registry
 
 ITEM_MAX = 200
@@ -28,23 +27,8 @@ VIEW_LINES = 20
 VIEW_ROWS = 20
 EXCERPT_MAX = 600
 LINES_MAX_CHARS = 2200
+UNKNOWN_TOOL = "_No tool of this version is named like this call's, so its items cannot be shown._"
 NOT_KEPT = "_The items of this call were not kept with the report._"
-
-
-def _items(projection: Mapping[str, Any], key: str) -> list[Mapping[str, Any]]:
-    value = projection.get(key)
-    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
-
-
-def _rows(projection: Mapping[str, Any]) -> list[list[Any]]:
-    return [r for r in projection.get("rows") or [] if isinstance(r, list)]
-
-
-def _registered(tool: Any) -> ToolSpec | None:
-    """The spec of a registered toolset's tool (the three native tools are rendered below)."""
-    if not isinstance(tool, str) or tool in {t.value for t in ToolName}:
-        return None
-    return current_registry().find(tool)
 
 
 def telling_item(finding: Analysis, report: PublishedReport) -> str:
@@ -52,19 +36,9 @@ def telling_item(finding: Analysis, report: PublishedReport) -> str:
     words = question_words(finding.text)
     for cid in finding.tool_call_ids:
         projection = report.evidence.get(cid) or {}
-        tool = projection.get("tool_name")
-        spec = _registered(tool)
-        if spec is not None and (told := spec.telling_item(projection, words, ITEM_MAX)):
-            return told
-        if tool == ToolName.QUERY_LOGS and (logs := _items(projection, "logs")):
-            return telling_lines(logs, words, 1)[0][:ITEM_MAX]
-        if tool == ToolName.QUERY_MYSQL and (rows := _rows(projection)):
-            columns = [str(c) for c in projection.get("columns") or []]
-            [row] = telling_rows(columns, rows, words, 1)
-            return shorten(" · ".join(f"{c}={cell(v)}" for c, v in zip(columns, row, strict=False)), ITEM_MAX)
-        if tool == ToolName.LOOKUP_KNOWLEDGE and (blocks := _items(projection, "evidence_blocks")):
-            return shorten(f"{blocks[0].get('doc', '?')} § {blocks[0].get('heading', '?')}: {blocks[0].get('text', '')}",
-                           ITEM_MAX)
+        spec = current_registry().find(str(projection.get("tool_name") or ""))
+        if spec is not None and (item := spec.telling_item(projection, words, ITEM_MAX)):
+            return item
     return ""
 
 
@@ -77,33 +51,42 @@ def source_text(source: EvidenceSource, report: PublishedReport, links: SourceLi
     return linked(source.label, url)
 
 
+def _lines_blocks(view: LinesView) -> list[dict[str, Any]]:
+    lines, used = [], 0
+    for line in view.lines[:VIEW_LINES]:
+        used += len(line) + 1
+        if used > LINES_MAX_CHARS:
+            break
+        lines.append(line)
+    more = len(view.lines) - len(lines)
+    noun = view.noun if more == 1 else f"{view.noun}s"
+    note = f"\n_{more} more {noun} of this call not shown._" if more > 0 else ""
+    return [section(pre("\n".join(lines)) + note)]
+
+
+def _excerpt_blocks(view: ExcerptsView) -> list[dict[str, Any]]:
+    parts = [f"*{escape(shorten(e.source, 120))}* § {escape(shorten(e.section, 120))}\n"
+             f"{pre(shorten(e.text, EXCERPT_MAX))}" for e in view.excerpts[:2]]
+    return [section("\n".join(parts))]
+
+
 def _call_blocks(source: EvidenceSource, projection: Mapping[str, Any], table_used: bool) -> tuple[list[dict[str, Any]], bool]:
     """The blocks of one cited call's items; the bool says whether the message's one table block is now used."""
-    tool = projection.get("tool_name")
-    spec = _registered(tool)
-    view = spec.evidence_view(projection) if spec is not None else None
-    if isinstance(view, SeriesView):
-        return series_view_blocks(view), table_used
-    if tool == ToolName.QUERY_LOGS and (logs := _items(projection, "logs")):
-        lines, used = [], 0
-        for line in (log_line(item, 400) for item in logs[:VIEW_LINES]):
-            used += len(line) + 1
-            if used > LINES_MAX_CHARS:
-                break
-            lines.append(line)
-        more = len(logs) - len(lines)
-        note = f"\n_{more} more line{'s' if more != 1 else ''} of this call not shown._" if more > 0 else ""
-        return [section(pre("\n".join(lines)) + note)], table_used
-    if tool == ToolName.QUERY_MYSQL and (rows := _rows(projection)):
-        columns = [shorten(c, 60) for c in projection.get("columns") or []]
-        body = [[cell(v) for v in r] for r in rows[:VIEW_ROWS]]
+    spec = current_registry().find(str(projection.get("tool_name") or source.tool_name))
+    if spec is None:
+        return [section(UNKNOWN_TOOL)], table_used
+    view = spec.evidence_view(projection) if projection else None
+    if isinstance(view, LinesView):
+        return _lines_blocks(view), table_used
+    if isinstance(view, TableView):
+        columns, body = list(view.columns), [list(r) for r in view.rows[:VIEW_ROWS]]
         if not table_used:
             return [table_block(columns, body)], True
         return [section(mono_table(columns, body))], table_used
-    if tool == ToolName.LOOKUP_KNOWLEDGE and (blocks := _items(projection, "evidence_blocks")):
-        parts = [f"*{escape(shorten(b.get('doc', '?'), 120))}* § {escape(shorten(b.get('heading', '?'), 120))}\n"
-                 f"{pre(shorten(b.get('text', ''), EXCERPT_MAX))}" for b in blocks[:2]]
-        return [section("\n".join(parts))], table_used
+    if isinstance(view, ExcerptsView):
+        return _excerpt_blocks(view), table_used
+    if isinstance(view, SeriesView):
+        return series_view_blocks(view), table_used
     if projection:
         return [section("_This query matched nothing (that is not proof of health)._")], table_used
     return [section(NOT_KEPT)], table_used

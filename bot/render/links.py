@@ -1,4 +1,5 @@
-"""Deep links for sources: DIAG_LOGS_LINK_TEMPLATE / DIAG_SQL_LINK_TEMPLATE with {service}, {query}, {start}, {end}.
+"""Deep links for sources: each tool's template setting (DIAG_LOGS_LINK_TEMPLATE, DIAG_SQL_LINK_TEMPLATE,
+DIAG_METRICS_LINK_TEMPLATE) with {service}, {query}, {start}, {end} filled from the call (ToolSpec.link_values).
 
 Values are URL-encoded into the template; only http(s) templates are used. A linked label is escaped like any text
 and cannot break out of the link (`|` and `>` are replaced).
@@ -13,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from bot.render.mrkdwn import escape
-from core.contracts.evidence import ToolName
+from core.settings import Settings
 from core.tools.registry import current_registry
 
 URL_MAX = 2000
@@ -22,32 +23,23 @@ PLACEHOLDERS = ("service", "query", "start", "end")
 
 @dataclass(frozen=True)
 class SourceLinks:
-    """The configured templates (None: sources stay plain text)."""
+    """The configured templates by tool name (none: sources stay plain text)."""
 
-    logs: str | None = None
-    sql: str | None = None
-    others: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    """Templates of registered toolsets by tool name (their spec's link_setting, e.g. DIAG_METRICS_LINK_TEMPLATE);
-    the values come from the spec's link_values."""
+    templates: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
 
-    def url(self, tool: ToolName | str, arguments: Mapping[str, Any], projection: Mapping[str, Any]) -> str | None:
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SourceLinks:
+        """Each registered tool's template setting (DIAG_LOGS_LINK_TEMPLATE, DIAG_SQL_LINK_TEMPLATE, ...) that is set."""
+        found = {spec.name: value for spec in current_registry().specs()
+                 if spec.link_setting and isinstance(value := getattr(settings, spec.link_setting, None), str) and value}
+        return cls(MappingProxyType(found))
+
+    def url(self, tool: str, arguments: Mapping[str, Any], projection: Mapping[str, Any]) -> str | None:
         """The deep link of one call, or None when no template applies."""
-        if tool == ToolName.QUERY_LOGS:
-            template = self.logs
-            values = {"service": arguments.get("service"), "query": arguments.get("query"),
-                      "start": projection.get("window_start") or arguments.get("start"),
-                      "end": projection.get("window_end") or arguments.get("end")}
-        elif tool == ToolName.QUERY_MYSQL:
-            template = self.sql
-            values = {"service": "", "query": arguments.get("sql"), "start": "", "end": ""}
-        else:
-            template = self.others.get(str(tool))
-            spec = current_registry().find(str(tool)) if template else None
-            found = spec.link_values(arguments, projection) if spec is not None else None
-            if found is None:
-                return None
-            values = dict(found)
-        if not template or not template.lower().startswith(("https://", "http://")):
+        spec = current_registry().find(tool)
+        template = self.templates.get(spec.name) if spec is not None else None
+        values = spec.link_values(arguments, projection) if spec is not None and template else None
+        if not template or values is None or not template.lower().startswith(("https://", "http://")):
             return None
         url = template
         for key in PLACEHOLDERS:

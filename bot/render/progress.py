@@ -13,10 +13,11 @@ from typing import Any
 
 from bot.render.limits import clip
 from bot.render.mrkdwn import code, escape, section
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus
 from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
 from core.evidence.subjects import plural
 from core.release.wording import tool_error_words
+from core.tools.registry import current_registry
 
 PLACEHOLDER = "Looking into it…"
 TITLE_MAX = 250
@@ -48,10 +49,6 @@ READING = "Reading the results and deciding the next step"
 # Checking stages shown as tasks of their own, in the order they can happen.
 CHECK_STAGES = (ProgressStage.EVIDENCE_CHECK, ProgressStage.REPAIR, ProgressStage.REVIEW, ProgressStage.CITATION_CHECK,
                 ProgressStage.RELEASE)
-_TOOL_KIND = {ToolName.QUERY_LOGS.value: "Logs", ToolName.QUERY_MYSQL.value: "Database",
-              ToolName.LOOKUP_KNOWLEDGE.value: "Runbooks"}
-_FOUND_NOUN = {ToolName.QUERY_LOGS.value: "matching line", ToolName.QUERY_MYSQL.value: "row",
-               ToolName.LOOKUP_KNOWLEDGE.value: "runbook section"}
 _ICON = {TaskStatus.PENDING: "◻️", TaskStatus.IN_PROGRESS: "⏳", TaskStatus.COMPLETE: "✅", TaskStatus.ERROR: "⚠️"}
 
 
@@ -74,7 +71,8 @@ class Task:
 
 def tool_title(tool: ToolProgress) -> str:
     """'Logs · order-service "HikariPool" ERROR, 22:30-23:30 UTC' (what was queried; never an id)."""
-    kind = _TOOL_KIND.get(tool.tool, f"Unknown tool {tool.tool}")
+    spec = current_registry().find(tool.tool)
+    kind = spec.nouns.kind if spec is not None else f"Unknown tool {tool.tool}"
     return clip(f"{kind} · {tool.subject}" if tool.subject else kind, TITLE_MAX)
 
 
@@ -83,7 +81,8 @@ def tool_output(tool: ToolProgress) -> tuple[TaskStatus, str]:
     if tool.evidence_status is None:
         return TaskStatus.IN_PROGRESS, ""
     if tool.evidence_status is EvidenceStatus.EVIDENCE_FOUND:
-        return TaskStatus.COMPLETE, plural(tool.count or 0, _FOUND_NOUN.get(tool.tool, "result"))
+        spec = current_registry().find(tool.tool)
+        return TaskStatus.COMPLETE, plural(tool.count or 0, spec.nouns.found if spec is not None else "result")
     if tool.evidence_status is EvidenceStatus.NO_EVIDENCE:
         return TaskStatus.COMPLETE, "no matches (not proof of health)"
     return TaskStatus.ERROR, clip(f"could not run: {tool_error_words(tool.error_code)}", OUTPUT_MAX)

@@ -4,20 +4,12 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 ToolNameStr = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,79}$")]
 """A tool's name as records carry it: any registered tool (core/tools/registry.py), native or `mcp_<server>_<tool>`."""
-
-
-class ToolName(StrEnum):
-    """The native tools' names (being replaced by each tool folder's own NAME; records carry a ToolNameStr)."""
-
-    LOOKUP_KNOWLEDGE = "lookup_knowledge"
-    QUERY_LOGS = "query_logs"
-    QUERY_MYSQL = "query_mysql"
 
 
 class EvidenceStatus(StrEnum):
@@ -46,35 +38,12 @@ class ToolError(BaseModel):
     message: str = Field(description="One clear sentence for the agent and the operator.")
 
 
-# ---- per-tool projection items -------------------------------------------------------------
-
-
-class KnowledgeBlock(BaseModel):
-    """One runbook section returned by lookup_knowledge."""
-
-    doc: str = Field(description="Path of the document relative to the knowledge folder.")
-    heading: str = Field(description="Heading of the section this block is.")
-    text: str = Field(description="Section text, possibly shortened (then ends with a marker).")
-    score: float = Field(description="Retrieval score; higher is better.")
-
-
-class LogLine(BaseModel):
-    """One log line returned by query_logs."""
-
-    timestamp: str = Field(description="ISO-8601 time of the line.")
-    service: str = Field(description="Service that wrote the line.")
-    level: str = Field(description="ERROR, WARN, INFO or DEBUG.")
-    message: str = Field(description="Log message, possibly shortened (then ends with a marker).")
-    fields: dict[str, Any] = Field(
-        default_factory=dict, description="Other short fields of the line (long ones are omitted)."
-    )
-
-
 # ---- projections ---------------------------------------------------------------------------
 
 
 class ProjectionBase(BaseModel):
-    """Fields every projection has. The projection is the only thing the agent sees of a call."""
+    """Fields every projection has. The projection is the only thing the agent sees of a call; each tool's
+    projection model (core/tools/<tool>/spec.py) adds its envelope fields and its item list."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -86,49 +55,19 @@ class ProjectionBase(BaseModel):
     error: ToolError | None = Field(default=None, description="Set only when evidence_status is ERROR.")
 
 
-class KnowledgeProjection(ProjectionBase):
-    """Projection of a lookup_knowledge call."""
-
-    tool_name: Literal[ToolName.LOOKUP_KNOWLEDGE] = ToolName.LOOKUP_KNOWLEDGE
-    evidence_blocks: list[KnowledgeBlock] = Field(default_factory=list)
-
-
-class LogsProjection(ProjectionBase):
-    """Projection of a query_logs call."""
-
-    tool_name: Literal[ToolName.QUERY_LOGS] = ToolName.QUERY_LOGS
-    window_start: str | None = Field(default=None, description="Effective start of the searched window (ISO-8601).")
-    window_end: str | None = Field(default=None, description="Effective end of the searched window (ISO-8601).")
-    logs: list[LogLine] = Field(default_factory=list)
-
-
-class SqlProjection(ProjectionBase):
-    """Projection of a query_mysql call."""
-
-    tool_name: Literal[ToolName.QUERY_MYSQL] = ToolName.QUERY_MYSQL
-    columns: list[str] = Field(default_factory=list)
-    rows: list[list[Any]] = Field(default_factory=list, description="Rows as JSON scalars, possibly capped.")
-
-
-Projection = Annotated[
-    KnowledgeProjection | LogsProjection | SqlProjection, Field(discriminator="tool_name")
-]
-
-
 # ---- what a backend returns before projection ----------------------------------------------
 
 
 class RawResult(BaseModel):
     """A tool backend's full answer, kept only in the canonical record.
 
-    `items` are JSON objects (knowledge: doc/heading/text/score; logs: timestamp/service/level/message/...;
-    sql: one dict with `columns` and `rows` per result row is NOT used: sql puts columns in `columns`
-    and each row as a list in `rows`).
+    `items` are JSON objects (a runbook section, a log line, a series...); a tabular tool (query_mysql) puts its
+    column names in `columns` and each row as a list in `rows` instead.
     """
 
     items: list[dict[str, Any]] = Field(default_factory=list)
-    columns: list[str] = Field(default_factory=list, description="query_mysql only.")
-    rows: list[list[Any]] = Field(default_factory=list, description="query_mysql only.")
+    columns: list[str] = Field(default_factory=list, description="Tabular results only.")
+    rows: list[list[Any]] = Field(default_factory=list, description="Tabular results only.")
     total_count: int = Field(ge=0, description="All matches, even those beyond the limit.")
     effective_arguments: dict[str, Any] = Field(
         default_factory=dict, description="Arguments after defaults were applied (e.g. the resolved window)."

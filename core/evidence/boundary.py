@@ -11,9 +11,9 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
 from pydantic_core import to_jsonable_python
 
 from core.contracts.evidence import (
@@ -23,7 +23,6 @@ from core.contracts.evidence import (
     InvocationState,
     RawResult,
     ToolError,
-    ToolName,
 )
 from core.contracts.progress import SUBJECT_MAX, ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.run import EventType
@@ -32,10 +31,13 @@ from core.evidence.instructions import spans_in
 from core.evidence.projection import MIN_PROJECTION_BYTES, ProjectionBounds, project_sized, projection_size
 from core.evidence.raw_cap import DEFAULT_RAW_MAX_BYTES, cap_raw
 from core.evidence.redaction import Redactor
-from core.evidence.subjects import cut_words, subject_of
+from core.evidence.subjects import cut_words
 from core.observability.metrics import Metrics
-from core.ports import AuditStore, CanonicalStore, Tool
+from core.ports import AuditStore, CanonicalStore
 from core.run import DeadlinePassed, RunCancelled, RunContext, bounded
+from core.tools.contract import InvalidArguments, Tool, ToolSpec
+from core.tools.native import as_tool
+from core.tools.registry import current_registry
 
 logger = logging.getLogger(__name__)
 
@@ -47,15 +49,6 @@ _MINT_ATTEMPTS = 5
 def mint_call_id() -> str:
     """A fresh tool call id: call_<12 hex>."""
     return f"call_{uuid.uuid4().hex[:12]}"
-
-
-def _validation_message(tool: str, exc: ValidationError) -> str:
-    """Plain words naming each bad field, without echoing the (possibly secret) input."""
-    problems = []
-    for err in exc.errors(include_url=False, include_input=False):
-        where = ".".join(str(part) for part in err["loc"]) or "arguments"
-        problems.append(f"{where}: {err['msg'].lower()}")
-    return f"Invalid arguments for {tool}: " + "; ".join(problems[:8]) + "."
 
 
 MAX_UNTRUSTED_SPANS = 64
@@ -77,7 +70,7 @@ class _Call:
     ctx: RunContext
     call_id: str
     name: str
-    tool_name: ToolName | None
+    spec: ToolSpec | None
     started_at: datetime
     t0: float = field(default_factory=time.monotonic)
     arguments: dict[str, Any] = field(default_factory=dict)
@@ -92,7 +85,7 @@ class ToolBoundary:
 
     def __init__(
         self,
-        tools: Mapping[ToolName, Tool[Any]],
+        tools: Mapping[str, Any],
         canonical: CanonicalStore,
         audit: AuditStore,
         projection_max_bytes: int = 8192,
@@ -104,12 +97,30 @@ class ToolBoundary:
         if projection_max_bytes < MIN_PROJECTION_BYTES:
             raise ValueError(f"projection_max_bytes must be at least {MIN_PROJECTION_BYTES}")
         self._redactor = redactor or Redactor()
-        self._tools = dict(tools)
+        self._tools: dict[str, Tool[Any]] = {str(name): as_tool(tool) for name, tool in tools.items()}
         self._canonical = canonical
         self._audit = audit
         self._max_bytes = projection_max_bytes
         self._raw_max_bytes = raw_max_bytes
         self._metrics = metrics or Metrics()
+        self._metrics.count_tools(self._tools)
+
+    @property
+    def tools(self) -> Mapping[str, Tool[Any]]:
+        """The configured tools by name, in registry order (what the agent is offered)."""
+        return MappingProxyType(self._tools)
+
+    def normalised_arguments(self, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
+        """A call's arguments after validation (defaults filled, strings trimmed), to tell identical calls apart;
+        None for a tool not configured or arguments that do not validate (invoke answers those with an ERROR)."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return None
+        try:
+            dumped = tool.effective(tool.validate(arguments))
+        except (InvalidArguments, ValueError, TypeError):
+            return None
+        return {k: v.strip() if isinstance(v, str) else v for k, v in dumped.items()}
 
     def tool_names(self) -> list[str]:
         """The names of the tools this boundary runs (what is configured)."""
@@ -120,16 +131,13 @@ class ToolBoundary:
     ) -> dict[str, Any]:
         """Run one tool call and return its bounded projection JSON (ERROR projection for every failure)."""
         started_at = datetime.now(UTC)
-        try:
-            tool_name: ToolName | None = ToolName(name)
-        except ValueError:
-            tool_name = None
+        spec = current_registry().find(name) if isinstance(name, str) else None
         try:
             call_id = await self._claim_id(ctx.run_id, tool_call_id)
         except StoreUnavailable:
-            call = _Call(ctx, mint_call_id(), name, tool_name, started_at)
+            call = _Call(ctx, mint_call_id(), name, spec, started_at)
             return await self._store_down(call)
-        call = _Call(ctx, call_id, name, tool_name, started_at)
+        call = _Call(ctx, call_id, name, spec, started_at)
         parsed = self._parse_arguments(arguments)
         call.arguments = parsed if isinstance(parsed, dict) else {}
 
@@ -137,20 +145,21 @@ class ToolBoundary:
         if refusal is not None:
             return await self._finish(call, None, refusal)
         self._admit(call)
-        if tool_name is None:
-            known = ", ".join(t.value for t in ToolName)
+        tool = self._tools.get(name)
+        if spec is None:
+            registry = current_registry()
+            known = ", ".join(dict.fromkeys([*self._tools, *(s.name for s in registry.specs() if s.args_model)]))
             return await self._finish(call, None, ToolError(code="UNKNOWN_TOOL", message=f"Unknown tool; use one of: {known}."))
         if isinstance(parsed, ToolError):
             return await self._finish(call, None, parsed)
-        tool = self._tools.get(tool_name)
         if tool is None:
-            message = f"{tool_name.value} is not configured in this deployment."
+            message = f"{name} is not configured in this deployment."
             return await self._finish(call, None, ToolError(code="TOOL_UNAVAILABLE", message=message))
         try:
-            args = tool.args_model.model_validate(parsed)
-        except ValidationError as exc:
-            return await self._finish(call, None, ToolError(code="INVALID_ARGUMENTS", message=_validation_message(name, exc)))
-        call.effective = args.model_dump(mode="json")
+            args = tool.validate(parsed)
+        except InvalidArguments as exc:
+            return await self._finish(call, None, ToolError(code="INVALID_ARGUMENTS", message=exc.message))
+        call.effective = tool.effective(args)
 
         try:
             await self._canonical.put(self._record(call, InvocationState.PENDING))
@@ -214,7 +223,7 @@ class ToolBoundary:
         normalised: dict[str, Any] = json.loads(json.dumps(arguments, default=str))
         return normalised
 
-    async def _run(self, call: _Call, tool: Tool[Any], args: BaseModel) -> RawResult | ToolError:
+    async def _run(self, call: _Call, tool: Tool[Any], args: Any) -> RawResult | ToolError:
         """Run the tool under the per-tool timeout (capped by the deadline), stopping early on cancellation."""
         name = call.name
         timeout = min(call.ctx.budgets.tool_timeout_s, call.ctx.seconds_left())
@@ -276,11 +285,11 @@ class ToolBoundary:
         error: ToolError | None = None,
         duration_ms: float | None = None,
     ) -> CanonicalRecord:
-        assert call.tool_name is not None  # records exist only for known tools
+        assert call.spec is not None  # records exist only for known tools
         return CanonicalRecord(
             run_id=call.ctx.run_id,
             tool_call_id=call.call_id,
-            tool_name=call.tool_name,
+            tool_name=call.name,
             arguments=call.arguments,
             effective_arguments=call.effective,
             state=state,
@@ -310,7 +319,7 @@ class ToolBoundary:
         else:  # redaction and bounding of a real result is CPU work: off the event loop
             projection, size = await asyncio.to_thread(self._project, call, raw, error)
         _note_untrusted(call.ctx, projection)
-        if write_record and call.tool_name is not None:
+        if write_record and call.spec is not None:
             state = InvocationState.FAILED if error is not None else InvocationState.READY
             record = self._record(call, state, raw, projection, error, duration_ms)
             try:
@@ -339,7 +348,7 @@ class ToolBoundary:
 
     def _project(self, call: _Call, raw: RawResult | None, error: ToolError | None) -> tuple[dict[str, Any], int]:
         """The projection and its projection_size."""
-        if call.tool_name is None:
+        if call.spec is None:
             # An unknown tool has no projection model; the same envelope keeps the agent's parsing uniform.
             unknown = {
                 "tool_call_id": call.call_id,
@@ -351,17 +360,17 @@ class ToolBoundary:
             }
             return unknown, projection_size(unknown)
         bounds = ProjectionBounds(max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES))
-        return project_sized(call.call_id, call.tool_name, raw, error, bounds, redactor=self._redactor)
+        return project_sized(call.call_id, call.spec, raw, error, bounds, redactor=self._redactor)
 
     async def _audit_call(
         self, call: _Call, projection: dict[str, Any], size: int, raw: RawResult | None, code: str | None, duration_ms: float
     ) -> None:
-        if call.tool_name is None:
+        if call.spec is None:
             return
         meta = InvocationMeta(
             run_id=call.ctx.run_id,
             tool_call_id=call.call_id,
-            tool_name=call.tool_name,
+            tool_name=call.name,
             state=InvocationState.FAILED if code else InvocationState.READY,
             evidence_status=EvidenceStatus(projection["evidence_status"]),
             count=projection["count"],
@@ -387,7 +396,7 @@ class ToolBoundary:
         tool = ToolProgress(
             tool_call_id=call.call_id,
             tool=call.name[:64],
-            subject=cut_words(subject_of(call.name, arguments, projection), SUBJECT_MAX) if call.tool_name else "",
+            subject=cut_words(call.spec.subject(arguments, projection), SUBJECT_MAX) if call.spec else "",
             evidence_status=None if projection is None else EvidenceStatus(projection["evidence_status"]),
             count=None if projection is None else int(projection["count"]),
             error_code=None if error_code is None else str(error_code)[:64],

@@ -1,17 +1,14 @@
-"""What a tool call queried, in words: service, keywords and window, the first words of the SQL, or the lookup.
-
-Built from arguments (and, once the call ended, its projection's effective window). Every piece is whitespace-
-collapsed and redacted, and cut only between whole tokens (a quoted SQL literal is one token), never mid-word.
+"""Words about tool calls, shared by the tools' specs (core/tools/<tool>/spec.py builds its subject, label and facts
+from them): whitespace-collapsed and redacted text cut only between whole tokens (a quoted SQL literal is one token,
+never mid-word), windows in words, plurals, the question's words.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from core.contracts.evidence import ToolName
 from core.evidence.redaction import redact
 
 _SPACE = re.compile(r"\s+")
@@ -21,6 +18,17 @@ ELLIPSIS = "…"
 SQL_WORDS_MAX = 90
 QUERY_MAX = 60
 SERVICE_MAX = 60
+_WORD = re.compile(r"[a-z0-9][a-z0-9_.-]{2,}")
+
+
+def question_words(question: str) -> frozenset[str]:
+    """The question's words of 3+ characters, lower-cased (service names, statuses, keywords)."""
+    return frozenset(_WORD.findall(question.lower()))
+
+
+def overlap(text: str, words: frozenset[str]) -> int:
+    """How many of `words` the text contains (as words of 3+ characters)."""
+    return len(words & set(_WORD.findall(text.lower()))) if words else 0
 
 
 def flat(text: Any) -> str:
@@ -104,21 +112,3 @@ def short_window(start: Any, end: Any) -> str:
 def sql_words(sql: Any, limit: int = SQL_WORDS_MAX) -> str:
     """The first words of a SQL statement, whole tokens only."""
     return shorten(sql or "", limit)
-
-
-def subject_of(tool: ToolName | str, arguments: Mapping[str, Any], projection: Mapping[str, Any] | None = None) -> str:
-    """What one call queried, e.g. 'order-service "HikariPool" ERROR, 22:30-23:30 UTC' or 'SELECT status, … FROM …'."""
-    projection = projection or {}
-    if tool == ToolName.QUERY_LOGS:
-        service = shorten(arguments.get("service") or "any service", SERVICE_MAX)
-        query = shorten(arguments.get("query") or "", QUERY_MAX)
-        level = arguments.get("level")
-        text = service + (f' "{query}"' if query else "") + (f" {shorten(level, 8)}" if level else "")
-        window = short_window(projection.get("window_start") or arguments.get("start"),
-                              projection.get("window_end") or arguments.get("end"))
-        return f"{text}, {window}" if window else text
-    if tool == ToolName.QUERY_MYSQL:
-        return sql_words(arguments.get("sql"))
-    if tool == ToolName.LOOKUP_KNOWLEDGE:
-        return f'"{shorten(arguments.get("query") or "", QUERY_MAX)}"'
-    return ""

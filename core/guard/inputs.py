@@ -7,26 +7,16 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from core.contracts.draft import DiagnosisDraft
-from core.contracts.evidence import (
-    CanonicalRecord,
-    EvidenceStatus,
-    InvocationState,
-    KnowledgeProjection,
-    LogsProjection,
-    Projection,
-    ToolName,
-)
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState
 from core.contracts.release import Derivation
 from core.guard.cache import Lru
 from core.guard.quantities.model import Quantity
 from core.guard.rules import RuleSet
 from core.tools.registry import current_registry
 
-PROJECTION_ADAPTER: TypeAdapter[Any] = TypeAdapter(Projection)
-_NATIVE = frozenset(name.value for name in ToolName)
 REFERENCABLE_STATUSES = frozenset({EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE})
 
 
@@ -86,37 +76,24 @@ class ProjectionFacts:
     items: int
 
 
-def _facts(projection: Any) -> ProjectionFacts:
-    if isinstance(projection, KnowledgeProjection):
-        items = len(projection.evidence_blocks)
-    elif isinstance(projection, LogsProjection):
-        items = len(projection.logs)
-    else:
-        items = len(projection.rows)
-    return ProjectionFacts(projection.tool_call_id, projection.tool_name, projection.evidence_status, projection.count, items)
-
-
-def _registered(projection: Mapping[str, Any]) -> ProjectionFacts | None:
-    """Facts of a projection of a registered toolset beside the three native projections (its spec's model)."""
-    name = projection.get("tool_name")
-    if not isinstance(name, str) or name in _NATIVE:
-        return None
-    spec = current_registry().find(name)
-    if spec is None:
-        return None
-    parsed = spec.projection_model.model_validate(projection)
-    return ProjectionFacts(parsed.tool_call_id, parsed.tool_name, parsed.evidence_status, parsed.count,
-                           len(spec.shown_items(projection)))
-
-
 def parse_projection(projection: Mapping[str, Any]) -> tuple[ProjectionFacts | None, str | None]:
-    """(facts of the parsed projection, None) or (None, short reason) when it does not parse (always validates)."""
+    """(facts of the parsed projection, None) or (None, short reason) when it does not parse (always validates).
+
+    The projection is validated by the model of the tool it names (core/tools/<tool>/spec.py); a name no toolset
+    describes does not parse."""
+    name = projection.get("tool_name")
+    spec = current_registry().find(name) if isinstance(name, str) else None
+    if spec is None:
+        return None, f"tool_name: no registered tool is named {str(name)[:64]!r}"
     try:
-        return _registered(projection) or _facts(PROJECTION_ADAPTER.validate_python(projection)), None
+        parsed = spec.projection_model.model_validate(projection)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "projection"
         return None, f"{where}: {first['msg']}"
+    items = getattr(parsed, spec.items_field, None)
+    return ProjectionFacts(parsed.tool_call_id, parsed.tool_name, parsed.evidence_status, parsed.count,
+                           len(items) if isinstance(items, list) else 0), None
 
 
 def projection_key(projection: Mapping[str, Any]) -> bytes | None:

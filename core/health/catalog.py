@@ -1,5 +1,6 @@
 """The checks, listed once: `diagbot check` and the start of `diagbot serve` run `config_checks`; readiness runs
-`readiness_checks` against the running server's own clients. Add a check by adding a line here."""
+`readiness_checks` against the running server's own clients. Add a check by adding a line here; a tool's checks come
+from its toolset (core/tools/<tool>/toolset.py) through the registry."""
 
 from __future__ import annotations
 
@@ -15,10 +16,7 @@ from core.health.stores import check_database, check_redis
 from core.netdiag import network_cause
 from core.settings import Settings
 from core.stores.sql.db import Database
-from core.tools.knowledge.health import check_knowledge
-from core.tools.logs.health import check_log_backend_choice, check_logs
 from core.tools.registry import current_registry
-from core.tools.sql.health import check_sql, check_sql_privileges
 
 
 def config_checks(settings: Settings, *, serving: bool) -> list[Check]:
@@ -32,12 +30,7 @@ def config_checks(settings: Settings, *, serving: bool) -> list[Check]:
         Check("redis", lambda: check_redis(settings)),
         Check("database", lambda: check_database(settings)),
         Check("database.schema", lambda: check_schema(settings)),
-        Check("tool.query_logs.backend", static(check_log_backend_choice(settings))),
-        Check("tool.query_logs", lambda: check_logs(settings), failing=Level.WARN),
-        Check("tool.lookup_knowledge", lambda: check_knowledge(settings), failing=Level.WARN),
-        Check("tool.query_mysql", lambda: check_sql(settings), failing=Level.WARN),
-        Check("tool.query_mysql.privileges", lambda: check_sql_privileges(settings), failing=Level.WARN),
-        *current_registry().checks(settings, readiness=False),  # the registered toolsets (metrics, MCP)
+        *current_registry().checks(settings, readiness=False),  # each toolset's own (core/tools/<tool>/toolset.py)
     ]
 
 
@@ -70,9 +63,6 @@ def readiness_checks(settings: Settings, redis: aioredis.Redis | None, database:
         checks.append(Check("database", lambda: _select_one(database), failing=Level.WARN))
     checks += [
         Check("model.endpoint", lambda: check_model_endpoint(settings), failing=Level.WARN),
-        Check("tool.query_logs", lambda: check_logs(settings), failing=Level.WARN),
-        Check("tool.lookup_knowledge", lambda: check_knowledge(settings), failing=Level.WARN),
-        Check("tool.query_mysql", lambda: check_sql(settings), failing=Level.WARN),
         *current_registry().checks(settings, readiness=True),
     ]
     return checks

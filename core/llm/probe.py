@@ -29,6 +29,7 @@ from core.llm.openai_model import EndpointAdaptation, _error_text
 from core.llm.text_calls import calls_in_text, data_texts
 from core.llm.wire import parse_json_object
 from core.steps.judge import build_judge_input, parse_verdict
+from core.tools.logs.args import NAME as LOGS_TOOL  # the probe replays one logs call (a sample of real traffic)
 
 AGENT_QUESTION = "why is order-service failing since 23:00?"
 RETRYABLE_SHAPE = (400, 422, 500)
@@ -189,12 +190,12 @@ class ModelProbe:
     async def tool_results(self) -> list[CheckResult]:
         """The result of a tool call reaches the model in the next agent step (role: tool rendered by the template)."""
         word = f"ZEBRA-{secrets.token_hex(2).upper()}"
-        projection = {"tool_call_id": "call_probe", "tool_name": "query_logs", "evidence_status": "EVIDENCE_FOUND",
+        projection = {"tool_call_id": "call_probe", "tool_name": LOGS_TOOL, "evidence_status": "EVIDENCE_FOUND",
                       "count": 1, "logs": [{"timestamp": "2026-11-29T23:01:00Z", "service": "order-service",
                                             "level": "ERROR", "message": f"request {word} failed"}]}
         messages = [*self._agent_messages(),
                     {"role": "assistant", "content": None, "tool_calls": [{"id": "call_probe", "type": "function",
-                     "function": {"name": "query_logs", "arguments": json.dumps(
+                     "function": {"name": LOGS_TOOL, "arguments": json.dumps(
                          {"service": "order-service", "query": "failed", "level": "ERROR"})}}]},
                     {"role": "tool", "tool_call_id": "call_probe", "content": json.dumps(projection)},
                     {"role": "user", "content": "What request id did the log line show? Answer with the id only."}]
@@ -225,7 +226,7 @@ class ModelProbe:
         draft = DiagnosisDraft(analysis=[Analysis(analysis_id="a1", kind=AnalysisKind.NORMAL, tool_call_ids=["call_1"],
                                                   text="order-service logged connection pool timeouts at 23:01")],
                                limitations=Limitations(scope="order-service ERROR logs"))
-        projection = {"tool_call_id": "call_1", "tool_name": "query_logs", "evidence_status": "EVIDENCE_FOUND",
+        projection = {"tool_call_id": "call_1", "tool_name": LOGS_TOOL, "evidence_status": "EVIDENCE_FOUND",
                       "count": 1, "logs": [{"timestamp": "2026-11-29T23:01:00Z", "level": "ERROR",
                                             "message": "HikariPool-1 - Connection is not available"}]}
         snapshot = VerifiedEvidenceSnapshot(run_id="run_probe", projections={"call_1": projection}, rule_set_version="probe")

@@ -13,7 +13,7 @@ from contextlib import contextmanager
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from core.contracts.evidence import ToolName
+from core.tools.registry import REGISTRY
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 OTHER = "other"
@@ -24,7 +24,6 @@ _RUN_BUCKETS = (0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 90.0, 120.0, 180.0, 
 _MODEL_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0)
 _TOOL_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
-_TOOLS = frozenset(t.value for t in ToolName)
 _CODE = re.compile(r"[A-Za-z0-9_]{1,64}")
 _SLACK_METHOD = re.compile(r"[a-z][A-Za-z]{0,30}(?:\.[A-Za-z]{1,40}){1,3}")
 
@@ -46,6 +45,8 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self._tools = frozenset(spec.name for spec in REGISTRY.specs() if spec.args_model is not None)
+        """The tool names that get series of their own (the native tools, then what the boundary configures)."""
         r = self.registry
         self._runs = Counter("diagbot_runs", "Finished runs by intent, outcome and fallback type.",
                              ["intent", "outcome", "fallback_type"], registry=r)
@@ -123,9 +124,13 @@ class Metrics:
 
     # ---- tools and models ----------------------------------------------------------------------
 
+    def count_tools(self, names: Iterable[str]) -> None:
+        """Add the configured tools' names to the tool set (the boundary does, so MCP tools get series too)."""
+        self._tools = self._tools | frozenset(names)
+
     def tool_call(self, tool: str, evidence_status: str, seconds: float) -> None:
         """One tool call through the boundary; names outside the tool set count as `other`."""
-        tool_label = tool if tool in _TOOLS else OTHER
+        tool_label = tool if tool in self._tools else OTHER
         self._tool_calls.labels(tool_label, bounded(evidence_status)).inc()
         self._tool_seconds.labels(tool_label).observe(max(0.0, seconds))
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 
-from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState
 from core.contracts.release import FailureCause, FallbackMessage, FallbackStage
-from core.evidence.subjects import shorten, sql_words, window_text
+from core.evidence.subjects import shorten
 from core.release.facts import FACT_MAX, error_reason, observed_facts
 from core.release.wording import EVIDENCE_STEP, FAILURE_STAGE, FAILURE_STEP, REVIEW_UNAVAILABLE_STEP
+from core.tools.registry import spec_for
 
 __all__ = ("FACT_MAX", "STAGE_TEXT", "build_fallback", "failure_fallback", "failure_stage", "next_steps_for",
            "observed_facts")
@@ -36,42 +37,20 @@ def failure_stage(cause: FailureCause) -> str:
     return f"{STAGE_TEXT[FallbackStage.NO_DRAFT]}: {FAILURE_STAGE[cause]}"
 
 
-def _found_logs_service(record: CanonicalRecord) -> tuple[str, str] | None:
-    args = record.effective_arguments or record.arguments
-    if record.tool_name != ToolName.QUERY_LOGS or not args.get("service"):
-        return None
-    projection = record.projection or {}
-    window = window_text(projection.get("window_start") or args.get("start"), projection.get("window_end") or args.get("end"))
-    return shorten(args["service"], 60), window
-
-
 def _record_steps(record: CanonicalRecord, services: dict[str, str]) -> list[str]:
-    """Next steps one finished call suggests."""
+    """Next steps one finished call suggests (a call that found evidence about a service adds that service)."""
     args = record.effective_arguments or record.arguments
     status = record.evidence_status if record.state is InvocationState.READY else EvidenceStatus.ERROR
+    reason = ""
     if status is EvidenceStatus.ERROR:
         code = (record.projection or {}).get("error", {}).get("code") if record.projection else None
         if (code or (record.error.code if record.error else "")) in _NO_STEP_CODES:
             return []  # the run's own budget or cancel: the failure's step says what to do
-        what = {ToolName.QUERY_LOGS: "logs query", ToolName.QUERY_MYSQL: "database query",
-                ToolName.LOOKUP_KNOWLEDGE: "runbook lookup"}[ToolName(record.tool_name)]
         reason = error_reason(record, record.projection or {})
-        if record.tool_name == ToolName.QUERY_MYSQL:
-            return [f'The {what} "{sql_words(args.get("sql"), 60)}" was not run ({reason}); ask for the data in other words.']
-        return [f"The {what} could not run ({reason}); fix its backend or arguments and ask again."]
-    if record.tool_name == ToolName.QUERY_LOGS and (found := _found_logs_service(record)):
-        service, window = found
-        if status is EvidenceStatus.EVIDENCE_FOUND:
-            services.setdefault(service, window)
-            return []
-        return [f'Look at {service}\'s logs for "{shorten(args.get("query") or "", 60)}" over a wider window; '
-                "no match in one window is not proof of health."]
-    if record.tool_name == ToolName.LOOKUP_KNOWLEDGE and status is EvidenceStatus.EVIDENCE_FOUND and record.projection:
-        blocks = [b for b in record.projection.get("evidence_blocks") or [] if isinstance(b, Mapping)]
-        if blocks:
-            return [f"Read runbook {shorten(blocks[0].get('doc', '?'), 80)} § {shorten(blocks[0].get('heading', '?'), 80)}"
-                    " and escalate as it says if the symptoms match."]
-    return []
+    hints = spec_for(record.tool_name).next_steps(status or EvidenceStatus.ERROR, record.projection or {}, args, reason)
+    if hints.looked_at is not None:
+        services.setdefault(*hints.looked_at)
+    return list(hints.steps)
 
 
 def next_steps_for(records: Sequence[CanonicalRecord], run_id: str | None, first: Sequence[str] = ()) -> list[str]:

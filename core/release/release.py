@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any
 
 from core.contracts.draft import DiagnosisDraft
-from core.contracts.evidence import CanonicalRecord, EvidenceStatus, ToolName
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus
 from core.contracts.progress import ProgressStage, ProgressUpdate
 from core.contracts.release import (
     EvidenceSource,
@@ -74,7 +74,7 @@ def sources_of(snapshot: VerifiedEvidenceSnapshot) -> list[EvidenceSource]:
     """One labelled source per cited call of a verified snapshot, in citation order."""
     sources = []
     for cid, projection in snapshot.projections.items():
-        tool = ToolName(projection["tool_name"])
+        tool = str(projection["tool_name"])
         sources.append(
             EvidenceSource(
                 tool_call_id=cid,

@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core.contracts.evidence import CallSummary, CanonicalRecord, EvidenceStatus, InvocationState, ToolName
-from core.evidence.subjects import plural, shorten, sql_words, window_text
+from core.contracts.evidence import CallSummary, CanonicalRecord, EvidenceStatus, InvocationState
+from core.evidence.subjects import plural, shorten, window_text
+from core.tools.registry import spec_for
 
 __all__ = ("REFERENCABLE", "call_summaries", "is_referencable", "label_for", "plural", "shorten", "source_label",
            "window_text")
@@ -14,21 +15,9 @@ __all__ = ("REFERENCABLE", "call_summaries", "is_referencable", "label_for", "pl
 REFERENCABLE = frozenset({EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE})
 
 
-def _logs_subject(projection: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
-    service = shorten(arguments.get("service") or "?", 60)
-    query = shorten(arguments.get("query") or "", 80)
-    level = arguments.get("level")
-    return f'{service} "{query}"' + (f" {shorten(level, 8)}" if level else "")
-
-
-def _window(projection: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
-    return window_text(
-        projection.get("window_start") or arguments.get("start"), projection.get("window_end") or arguments.get("end")
-    )
-
-
 def label_for(tool: str, projection: Mapping[str, Any], arguments: Mapping[str, Any]) -> str:
     """A short human label for a cited call, e.g. 'query_logs order-service "timeout" ERROR (37 matches)'."""
+    spec = spec_for(tool)
     status = projection.get("evidence_status")
     count = projection.get("count", 0)
     if status == EvidenceStatus.ERROR.value:
@@ -37,15 +26,8 @@ def label_for(tool: str, projection: Mapping[str, Any], arguments: Mapping[str, 
     elif status == EvidenceStatus.NO_EVIDENCE.value:
         result = "no matches"
     else:
-        noun = {ToolName.QUERY_LOGS: "match", ToolName.QUERY_MYSQL: "row", ToolName.LOOKUP_KNOWLEDGE: "section"}[ToolName(tool)]
-        result = plural(count, noun)
-    if tool == ToolName.QUERY_LOGS:
-        subject = f"{_logs_subject(projection, arguments)} {_window(projection, arguments)}"
-    elif tool == ToolName.QUERY_MYSQL:
-        subject = f'"{sql_words(arguments.get("sql"), 100)}"'
-    else:
-        subject = f'"{shorten(arguments.get("query") or "", 80)}"'
-    return shorten(f"{tool} {subject} ({result})", 240)
+        result = plural(count, spec.nouns.label)
+    return shorten(f"{tool} {spec.label_subject(arguments, projection)} ({result})", 240)
 
 
 def source_label(record: CanonicalRecord) -> str:

@@ -8,7 +8,6 @@ from typing import Any
 from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft
-from core.contracts.evidence import ToolName
 from core.contracts.release import PublishedReport
 from core.contracts.run import EventType, StopReason
 from core.llm.model_step import DEADLINE_SLACK_S, LoopStopped, ModelStep, race
@@ -23,7 +22,7 @@ from core.llm.tool_loop import (
 from core.ports import AuditStore, ChatModel, ToolInvoker
 from core.run import RunContext
 from core.steps.first_look import FIRST_LOOK_NOTE, FirstLook, starting_messages
-from core.steps.schemas import SUBMIT_DIAGNOSIS, diagnosis_tools
+from core.steps.schemas import SUBMIT_DIAGNOSIS, diagnosis_tools, offered_names
 from core.tools.args import normalised_arguments
 
 __all__ = (
@@ -31,7 +30,6 @@ __all__ = (
     "budget_stop_reason", "normalised_arguments", "race", "render_previous_report", "validation_summary",
 )
 
-TOOL_NAMES = frozenset(t.value for t in ToolName)
 PREVIOUS_REPORT_LABEL = "Previous published report, not evidence for this run; its tool_call_ids are not citable"
 CORRECTION_PROSE = (
     "Wire-format error: answer only with function calls. Call the tools you need, then call "
@@ -75,8 +73,9 @@ class DiagnosisAgent:
     ) -> None:
         self.model_name = model_name
         self.first_look = first_look
+        tools = tools or diagnosis_tools()
         config = LoopConfig(
-            stage="agent", prompt="diagnosis_agent", tools=tools or diagnosis_tools(), tool_names=TOOL_NAMES,
+            stage="agent", prompt="diagnosis_agent", tools=tools, tool_names=offered_names(tools),
             submit_name=SUBMIT_DIAGNOSIS, output=DiagnosisDraft, correction=CORRECTION_PROSE,
             corrective_turns=corrective_turns, normalise=normalised_arguments,
         )

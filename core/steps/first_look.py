@@ -3,7 +3,7 @@
 For the services and the window the question (or alert) names, each source of evidence proposes a few calls —
 what each service logs at ERROR and WARN and how often its most frequent message occurs (core/tools/logs/
 first_look.py), the latest rows of a deployments / changes table when the database has one
-(core/tools/sql_first_look.py), and whatever a registered toolset proposes through the contract's `first_look`
+(core/tools/sql/first_look.py), and whatever a registered toolset proposes through the contract's `first_look`
 hook (metrics, MCP). Every call is an ordinary tool call of the run through the ToolBoundary: validated, bounded,
 one canonical record, citable; the agent gets them as its starting evidence. Deterministic: no model is asked.
 """

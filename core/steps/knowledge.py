@@ -6,7 +6,7 @@ import logging
 from typing import Any
 
 from core.contracts.draft import KnowledgeAnswer
-from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState
 from core.contracts.progress import ProgressStage, ProgressUpdate
 from core.contracts.release import FallbackStage, FallbackType, KnowledgeResult, Outcome, ReleaseOutcome
 from core.contracts.run import StopReason
@@ -19,10 +19,11 @@ from core.release.wording import FAILURE_STAGE, failure_cause
 from core.run import RunContext
 from core.steps.schemas import SUBMIT_KNOWLEDGE, knowledge_tools
 from core.tools.args import normalised_arguments
+from core.tools.knowledge.args import NAME as KNOWLEDGE_TOOL
 
 log = logging.getLogger(__name__)
 
-LOOKUP = ToolName.LOOKUP_KNOWLEDGE.value
+LOOKUP = KNOWLEDGE_TOOL
 CORRECTION = f"Wire-format error: call {LOOKUP} if needed, then answer with exactly one call of {SUBMIT_KNOWLEDGE}."
 
 
@@ -30,7 +31,7 @@ def documents_found(records: list[CanonicalRecord]) -> list[str]:
     """Docs returned by this run's lookup_knowledge calls, in first-seen order."""
     docs: list[str] = []
     for record in records:
-        if record.tool_name != ToolName.LOOKUP_KNOWLEDGE or not record.projection:
+        if record.tool_name != LOOKUP or not record.projection:
             continue
         for block in record.projection.get("evidence_blocks") or []:
             doc = block.get("doc") if isinstance(block, dict) else None
@@ -50,7 +51,7 @@ async def citation_problems(canonical: CanonicalStore, run_id: str, answer: Know
         where = f"citations[{index}]"
         if record is None or record.run_id != run_id:
             problems.append(f"{where}: call not in this run")
-        elif record.tool_name != ToolName.LOOKUP_KNOWLEDGE:
+        elif record.tool_name != LOOKUP:
             problems.append(f"{where}: not a {LOOKUP} call")
         elif record.state is not InvocationState.READY or record.evidence_status is not EvidenceStatus.EVIDENCE_FOUND:
             problems.append(f"{where}: call did not return evidence")

@@ -12,33 +12,27 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any
 
 from pydantic import BaseModel
 
 from core.contracts.draft import DiagnosisDraft, KnowledgeAnswer
-from core.contracts.evidence import ToolName
-from core.tools.knowledge.args import KnowledgeArgs
-from core.tools.logs.args import LogsArgs
-from core.tools.sql.args import SqlArgs
+from core.tools.contract import Tool
+from core.tools.knowledge.args import NAME as KNOWLEDGE_TOOL
+from core.tools.native import described
+from core.tools.registry import current_registry
 
 SUBMIT_DIAGNOSIS = "submit_diagnosis_draft"
 SUBMIT_KNOWLEDGE = "submit_knowledge_answer"
 
-_FALLBACK_DESCRIPTIONS = MappingProxyType({
-    ToolName.LOOKUP_KNOWLEDGE.value: "Search the runbooks. Their text is general guidance, never a fact about this environment.",
-    ToolName.QUERY_LOGS.value: "Search one service's log lines in a time window (default: the 60 minutes before now).",
-    ToolName.QUERY_MYSQL.value: "Run one read-only SELECT/SHOW/EXPLAIN/DESCRIBE statement.",
+_SUBMIT_DESCRIPTIONS = MappingProxyType({
     SUBMIT_DIAGNOSIS: "Submit the whole diagnosis draft. Ends the investigation.",
     SUBMIT_KNOWLEDGE: "Submit the knowledge answer with its citations. Ends the lookup.",
 })
 
-ARGS_MODELS: Mapping[str, type[BaseModel]] = MappingProxyType({
-    ToolName.LOOKUP_KNOWLEDGE.value: KnowledgeArgs,
-    ToolName.QUERY_LOGS.value: LogsArgs,
-    ToolName.QUERY_MYSQL.value: SqlArgs,
+SUBMIT_MODELS: Mapping[str, type[BaseModel]] = MappingProxyType({
     SUBMIT_DIAGNOSIS: DiagnosisDraft,
     SUBMIT_KNOWLEDGE: KnowledgeAnswer,
 })
@@ -125,18 +119,21 @@ def strict_schema(node: Any) -> Any:
     return out
 
 
-def function_schema(name: str, model: type[BaseModel], *, strict: bool = False) -> dict[str, Any]:
-    """One OpenAI `tools` entry: the model's JSON schema as parameters, its docstring as description."""
-    parameters = inline_refs(model.model_json_schema())
+def function_schema(name: str, model: type[BaseModel], *, strict: bool = False,
+                    summary: str | None = None) -> dict[str, Any]:
+    """One OpenAI `tools` entry: the model's JSON schema as parameters, its docstring (after `summary`) as description."""
+    summary = summary if summary is not None else _SUBMIT_DESCRIPTIONS.get(name, "")
+    return entry(name, described(summary, inspect.getdoc(model)) or name, model.model_json_schema(), strict=strict)
+
+
+def entry(name: str, description: str, schema: dict[str, Any], *, strict: bool = False) -> dict[str, Any]:
+    """One OpenAI `tools` entry from a JSON schema: $defs inlined, submit functions' contract required, strict rules."""
+    parameters = inline_refs(schema)
     if name in SUBMIT_FUNCTIONS:
         parameters = require_contract(parameters)
     if strict:
         parameters = strict_schema(parameters)
-    doc = inspect.getdoc(model) or ""
     parameters.pop("description", None)
-    description = doc.strip() or _FALLBACK_DESCRIPTIONS.get(name, name)
-    if name in _FALLBACK_DESCRIPTIONS and _FALLBACK_DESCRIPTIONS[name] not in description:
-        description = f"{_FALLBACK_DESCRIPTIONS[name]} {description}".strip()
     parameters.setdefault("type", "object")
     parameters.setdefault("properties", {})
     function: dict[str, Any] = {"name": name, "description": description, "parameters": parameters}
@@ -145,22 +142,35 @@ def function_schema(name: str, model: type[BaseModel], *, strict: bool = False) 
     return {"type": "function", "function": function}
 
 
-def _schemas(names: tuple[str, ...], strict: bool) -> list[dict[str, Any]]:
+def tool_schemas(tools: Iterable[Tool[Any]] | None = None, *, strict: bool = False) -> list[dict[str, Any]]:
+    """Entries for configured tools; None: the registry's native tools, from their argument models (no backend)."""
     # Schema generation costs milliseconds: build each set once where the step is wired (bootstrap), not per run.
-    return [function_schema(n, ARGS_MODELS[n], strict=strict) for n in names]
+    if tools is None:
+        return [function_schema(spec.name, spec.args_model, strict=strict, summary=spec.summary)
+                for spec in current_registry().specs() if spec.args_model is not None]
+    return [entry(tool.name, tool.description, tool.parameters(), strict=strict) for tool in tools]
 
 
-def diagnosis_tools(*, strict: bool = False) -> list[dict[str, Any]]:
-    """Schemas offered to the Diagnosis Agent: the three read-only tools and submit_diagnosis_draft."""
-    return _schemas((ToolName.LOOKUP_KNOWLEDGE.value, ToolName.QUERY_LOGS.value, ToolName.QUERY_MYSQL.value,
-                     SUBMIT_DIAGNOSIS), strict)
+def _submit(name: str, strict: bool) -> dict[str, Any]:
+    return function_schema(name, SUBMIT_MODELS[name], strict=strict)
+
+
+def diagnosis_tools(tools: Iterable[Tool[Any]] | None = None, *, strict: bool = False) -> list[dict[str, Any]]:
+    """Schemas offered to the Diagnosis Agent: every configured read-only tool, then submit_diagnosis_draft."""
+    return [*tool_schemas(tools, strict=strict), _submit(SUBMIT_DIAGNOSIS, strict)]
 
 
 def repair_tools(*, strict: bool = False) -> list[dict[str, Any]]:
     """Schemas offered to EvidenceRepair: submit_diagnosis_draft only."""
-    return _schemas((SUBMIT_DIAGNOSIS,), strict)
+    return [_submit(SUBMIT_DIAGNOSIS, strict)]
 
 
-def knowledge_tools(*, strict: bool = False) -> list[dict[str, Any]]:
+def knowledge_tools(tools: Iterable[Tool[Any]] | None = None, *, strict: bool = False) -> list[dict[str, Any]]:
     """Schemas offered on the knowledge path: lookup_knowledge and submit_knowledge_answer."""
-    return _schemas((ToolName.LOOKUP_KNOWLEDGE.value, SUBMIT_KNOWLEDGE), strict)
+    knowledge = [s for s in tool_schemas(tools, strict=strict) if s["function"]["name"] == KNOWLEDGE_TOOL]
+    return [*knowledge, _submit(SUBMIT_KNOWLEDGE, strict)]
+
+
+def offered_names(schemas: Iterable[dict[str, Any]]) -> frozenset[str]:
+    """The read-only tools a schema list offers (its submit functions left out)."""
+    return frozenset(s["function"]["name"] for s in schemas) - SUBMIT_FUNCTIONS

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
 from core.settings import DEMO_CLOCK, DEMO_DATA, Settings
+from core.tools.contract import ToolEnv
+
+log = logging.getLogger(__name__)
 
 
 def reads_demo_logs(settings: Settings) -> bool:
@@ -34,3 +39,12 @@ def clock_from(settings: Settings) -> Callable[[], datetime]:
         return lambda: datetime.now(UTC)
     fixed = pinned if pinned.tzinfo is not None else pinned.replace(tzinfo=UTC)
     return lambda: fixed
+
+
+def tool_env(settings: Settings, stack: AsyncExitStack) -> ToolEnv:
+    """What every toolset's build gets: the clock (said once when the demo's clock stands in) and the closing stack."""
+    pinned = pinned_clock(settings)
+    if settings.diag_clock is None and pinned is not None:
+        log.warning("DIAG_CLOCK unset over the bundled demo data: 'now' is the demo's clock %s "
+                    "(set DIAG_CLOCK to choose another)", pinned.isoformat())
+    return ToolEnv(clock=clock_from(settings), pinned=pinned, stack=stack)

@@ -305,6 +305,10 @@ class ToolSpec:
     arguments: ClassVar[ArgumentRoles] = ArgumentRoles()
     link_setting: ClassVar[str | None] = None
     """The Settings field holding a deep-link template for this tool's sources (e.g. "diag_logs_link_template")."""
+    args_model: ClassVar[type[BaseModel] | None] = None
+    """A native tool's argument model (its JSON schema is what the agent sees); None for tools known only at start."""
+    summary: ClassVar[str] = ""
+    """One line the agent is told before the argument model's docstring."""
 
     def matches(self, name: str) -> bool:
         """Whether this spec describes the tool `name` (a family overrides this)."""

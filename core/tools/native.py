@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from typing import Any, Generic
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 from core.contracts.evidence import RawResult
-from core.tools.contract import ArgsT, InvalidArguments, NativeTool
+from core.tools.contract import ArgsT, InvalidArguments, NativeTool, Tool, ToolEnv
+
+B = TypeVar("B")
 
 
 class ToolArgs(BaseModel):
@@ -79,3 +81,19 @@ class NativeToolAdapter(Generic[ArgsT]):
 
     async def run(self, args: ArgsT) -> RawResult:
         return await self.backend.run(args)
+
+
+def closing(backend: B, env: ToolEnv) -> B:
+    """`backend`, closed with the services when it has an `aclose` (HTTP sessions, SQL engines)."""
+    close = getattr(backend, "aclose", None)
+    if callable(close):
+        env.stack.push_async_callback(close)
+    return backend
+
+
+def as_tool(tool: Any) -> Tool[Any]:
+    """The boundary's Tool for `tool`: itself when it validates its own arguments, else a native backend wrapped."""
+    if callable(getattr(tool, "validate", None)) and callable(getattr(tool, "parameters", None)):
+        runnable: Tool[Any] = tool
+        return runnable
+    return NativeToolAdapter(tool, "")

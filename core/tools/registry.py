@@ -1,4 +1,4 @@
-"""The registry of toolsets (the one place a tool is listed) and, for now, the native tools' backends from settings.
+"""The registry of toolsets: the one place a tool is listed.
 
 Register a toolset by adding it to `TOOLSETS` (one line). Everything that reads a tool call asks `current_registry()`:
 `spec_for(name)` (UnknownTool for a name no toolset answers), `names()`, `build(settings, env)`, `checks(...)`.
@@ -7,29 +7,24 @@ Tests may add a toolset of their own for a scope with `using_registry(REGISTRY.w
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from core.contracts.evidence import ToolName
-from core.ports import Tool
 from core.settings import Settings
-from core.tools.clock import clock_from, pinned_clock
 from core.tools.contract import PlannedCall, ToolEnv, Toolset, ToolSpec, UnknownTool
 from core.tools.contract import Tool as RunnableTool
-from core.tools.knowledge.tool import KnowledgeTool
-from core.tools.logs.build import logs_tool
+from core.tools.knowledge.toolset import KnowledgeToolset
+from core.tools.logs.toolset import LogsToolset
 from core.tools.mcp.toolset import McpToolset
 from core.tools.metrics.toolset import MetricsToolset
-from core.tools.sql.tool import SqlTool
+from core.tools.sql.toolset import SqlToolset
 
 if TYPE_CHECKING:
     from core.health.result import Check
 
-log = logging.getLogger(__name__)
 
 
 class ToolRegistry:
@@ -57,6 +52,10 @@ class ToolRegistry:
             raise UnknownTool(name, self.names())
         return spec
 
+    def specs(self) -> tuple[ToolSpec, ...]:
+        """Every registered spec, in registry order."""
+        return self._specs
+
     def names(self) -> tuple[str, ...]:
         """The registered specs' names (a family's name is its prefix, e.g. 'mcp')."""
         return tuple(spec.name for spec in self._specs)
@@ -82,6 +81,9 @@ class ToolRegistry:
 
 
 TOOLSETS: tuple[Toolset, ...] = (
+    KnowledgeToolset(),
+    LogsToolset(),
+    SqlToolset(),
     MetricsToolset(),
     McpToolset(),
 )
@@ -109,27 +111,3 @@ def using_registry(registry: ToolRegistry) -> Iterator[ToolRegistry]:
         yield registry
     finally:
         _CURRENT.reset(token)
-
-
-def build_tools(settings: Settings) -> dict[ToolName, Tool[Any]]:
-    """The tool backends configured by DIAG_LOGS_PATH (or DIAG_LOKI_URL / DIAG_ES_URL), DIAG_KNOWLEDGE_PATH and DIAG_SQL_URL."""
-    clock = clock_from(settings)
-    pinned = pinned_clock(settings)
-    if settings.diag_clock is None and pinned is not None:
-        log.warning("DIAG_CLOCK unset over the bundled demo data: 'now' is the demo's clock %s "
-                    "(set DIAG_CLOCK to choose another)", pinned.isoformat())
-    return {
-        ToolName.LOOKUP_KNOWLEDGE: KnowledgeTool(settings.diag_knowledge_path),
-        ToolName.QUERY_LOGS: logs_tool(settings, clock),
-        ToolName.QUERY_MYSQL: SqlTool(
-            settings.diag_sql_url,
-            timeout_s=settings.diag_sql_timeout_s,
-            row_cap=settings.diag_sql_row_cap,
-            # A pinned clock also pins NOW() in SQL, so demo and replay queries see the same "now" as the logs.
-            clock=clock if pinned is not None else None,
-            schemas=settings.diag_sql_schemas,
-            allow_privileged=settings.diag_sql_allow_privileged,
-            cell_max_bytes=settings.diag_sql_cell_max_bytes,
-            result_max_bytes=settings.diag_sql_result_max_bytes,
-        ),
-    }

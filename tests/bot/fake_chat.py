@@ -8,7 +8,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 from core.contracts.draft import Analysis, AnalysisKind, Conclusion, DiagnosisDraft, Limitations
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus
 from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.release import (
     EvidenceSource,
@@ -21,6 +21,7 @@ from core.contracts.release import (
 )
 from core.contracts.run import EventType, RunRecord, RunStatus, TimelineEvent, Turn
 from core.ports import ProgressSink
+from testkit.tool_names import ToolName
 
 
 def success_outcome(run_id: str) -> ReleaseOutcome:

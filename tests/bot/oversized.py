@@ -16,8 +16,9 @@ from core.contracts.draft import (
     Limitations,
     Recommendation,
 )
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus
 from core.contracts.release import EvidenceSource, Outcome, PublishedReport, ReleaseOutcome
+from testkit.tool_names import ToolName
 
 # '&' and '<' expand when escaped, so the escaped text is longer than the 1,000-char cap.
 LONG = ("<!channel> & <https://evil.example|click> " * 40)[:MAX_TEXT]

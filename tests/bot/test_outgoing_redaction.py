@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 
 from bot.outgoing import OutgoingRedaction, RedactingWebClient
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus
 from core.contracts.release import FallbackMessage, ObservedFact, Outcome, ReleaseOutcome
+from testkit.tool_names import ToolName
 from tests.bot.conftest import Harness
 from tests.bot.fake_chat import success_outcome
 from tests.bot.slack_requests import mention

@@ -12,9 +12,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationMeta, InvocationState, ToolName
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationMeta, InvocationState
 from core.contracts.run import EventType
 from core.run import RunContext
+from testkit.tool_names import ToolName
 
 
 class RecordingAudit:

@@ -24,7 +24,7 @@ from core.steps.agent import DiagnosisAgent
 from core.steps.judge import LlmSemanticJudge
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore
-from core.tools.registry import build_tools
+from testkit.tools import backends_for
 from tests.fakes.agent_doubles import make_ctx
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -47,7 +47,7 @@ class Rig:
 @pytest.fixture
 async def rig() -> AsyncIterator[Rig]:
     """Fake OpenAI server + OpenAIChatModel + real boundary and tools on the demo data (clock pinned)."""
-    tools = build_tools(Settings(diag_clock=CLOCK))
+    tools = await backends_for(Settings(diag_clock=CLOCK))
     canonical = InMemoryCanonicalStore()
     audit = InMemoryAuditStore()
     prompts = PromptLibrary(PROMPTS_DIR)

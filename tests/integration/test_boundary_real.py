@@ -10,7 +10,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from core.contracts.evidence import EvidenceStatus, InvocationState, RawResult, ToolName
+from core.contracts.evidence import EvidenceStatus, InvocationState, RawResult
 from core.contracts.run import Budgets, EventType
 from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
@@ -20,6 +20,7 @@ from core.service.timeline import RunTimeline
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.sql import Database, SqlAuditStore, SqlTimelineStore
 from core.stores.sql.migrate import upgrade
+from testkit.tool_names import ToolName
 from testkit.tools import FakeTool
 
 pytestmark = pytest.mark.redis

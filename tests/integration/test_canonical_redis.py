@@ -13,10 +13,11 @@ import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, RawResult, ToolName
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, RawResult
 from core.errors import StoreUnavailable
 from core.stores.canonical import RedisCanonicalStore
 from core.stores.kv import RedisKV
+from testkit.tool_names import ToolName
 from tests.conftest import REDIS_URL
 
 pytestmark = pytest.mark.redis

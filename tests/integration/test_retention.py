@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from core.contracts.evidence import InvocationMeta, InvocationState, ToolName
+from core.contracts.evidence import InvocationMeta, InvocationState
 from core.contracts.run import EventType, RunRecord, RunStatus, TimelineEvent
 from core.observability.metrics import Metrics
 from core.service.retention import RetentionScheduler
@@ -21,6 +21,7 @@ from core.stores.sql.db import guard_drafts, reasoning_audit
 from core.stores.sql.migrate import upgrade
 from core.stores.sql.retention import PURGED, purge_older_than
 from entrypoints.cli import main
+from testkit.tool_names import ToolName
 from tests.metrics_text import sample
 from tests.sql_databases import BACKENDS, empty_database
 from tests.waiting import until

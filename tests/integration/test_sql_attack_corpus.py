@@ -17,7 +17,6 @@ from typing import Any
 
 import pytest
 
-from core.contracts.evidence import ToolName
 from core.contracts.run import Budgets
 from core.evidence.boundary import ToolBoundary
 from core.run import RunContext
@@ -25,6 +24,7 @@ from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
 from core.tools.sql.tool import SqlTool
+from testkit.tool_names import ToolName
 from tests.integration import sql_live
 from tests.integration.sql_live import Live
 

@@ -14,12 +14,13 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from core.contracts.evidence import EvidenceStatus, InvocationMeta, InvocationState, ToolName
+from core.contracts.evidence import EvidenceStatus, InvocationMeta, InvocationState
 from core.contracts.feedback import Feedback, Stored, Vote
 from core.contracts.run import EventType, RunRecord, RunStatus, TimelineEvent
 from core.stores.sql import Database, SqlAuditStore, SqlRunStore, SqlTimelineStore, normalize_url
 from core.stores.sql.feedback import SqlFeedbackStore
 from core.stores.sql.migrate import upgrade
+from testkit.tool_names import ToolName
 from tests.conftest import MARIADB_URL, POSTGRES_URL
 
 T0 = datetime(2024, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)

@@ -21,7 +21,7 @@ from core.settings import PROMPTS_DIR, Settings
 from core.steps.agent import DiagnosisAgent
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore
-from core.tools.registry import build_tools
+from testkit.tools import backends_for
 from tests.fakes.agent_doubles import make_ctx
 from tests.fakes.llama_cpp_endpoint import CHATML_FUNCTION_CALLING, GGUF_TEMPLATE, llama_cpp
 from tests.fakes.openai_server import FakeOpenAIServer
@@ -53,7 +53,7 @@ def submit_as_text(request: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture
 async def agent_and_server() -> AsyncIterator[tuple[DiagnosisAgent, FakeOpenAIServer, InMemoryCanonicalStore]]:
-    tools = build_tools(Settings(diag_clock=CLOCK))
+    tools = await backends_for(Settings(diag_clock=CLOCK))
     canonical, audit = InMemoryCanonicalStore(), InMemoryAuditStore()
     async with FakeOpenAIServer() as server:
         model = OpenAIChatModel(server.base_url, "k", max_retries=0)

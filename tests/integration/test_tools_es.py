@@ -13,7 +13,7 @@ import pytest
 from pydantic import SecretStr
 
 from core.bootstrap import build_services
-from core.contracts.evidence import EvidenceStatus, LogsProjection, RawResult, ToolName
+from core.contracts.evidence import EvidenceStatus, RawResult
 from core.contracts.run import Budgets
 from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
@@ -26,7 +26,9 @@ from core.tools.logs.args import LogsArgs
 from core.tools.logs.elasticsearch import ElasticsearchLogsTool, build_search, split_terms
 from core.tools.logs.jsonl import LogsTool
 from core.tools.logs.loki import LokiLogsTool
-from core.tools.registry import build_tools
+from core.tools.logs.spec import LogsProjection
+from testkit.tool_names import ToolName
+from testkit.tools import backends_for
 from tests.fakes.es_server import FakeElasticsearch, Fault, es_error, evaluate
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
@@ -390,7 +392,7 @@ async def test_through_the_real_boundary_the_projection_is_valid(es: FakeElastic
     assert API_KEY not in json.dumps(failed)
 
 
-def test_build_tools_picks_es_when_the_url_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_build_tools_picks_es_when_the_url_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
     """DIAG_ES_URL (and its index, field and key settings) selects ElasticsearchLogsTool; the key stays out of repr."""
     monkeypatch.setenv("DIAG_ES_URL", "https://es.internal:9200")
     monkeypatch.setenv("DIAG_ES_INDEX", "app-logs-*")
@@ -401,24 +403,24 @@ def test_build_tools_picks_es_when_the_url_is_set(monkeypatch: pytest.MonkeyPatc
     assert settings.diag_es_level_field == "level"
     assert settings.diag_es_timestamp_field == "@timestamp"
     assert API_KEY not in repr(settings)
-    tool = build_tools(settings)[ToolName.QUERY_LOGS]
+    tool = (await backends_for(settings))[ToolName.QUERY_LOGS]
     assert isinstance(tool, ElasticsearchLogsTool)
     assert tool._index == "app-logs-*"
     assert tool._fields["service"] == "service.name"
     assert tool._headers["Authorization"] == f"ApiKey {API_KEY}"
     assert tool._http.timeout.total == 3
     monkeypatch.delenv("DIAG_ES_URL")
-    assert isinstance(build_tools(Settings())[ToolName.QUERY_LOGS], LogsTool)
+    assert isinstance((await backends_for(Settings()))[ToolName.QUERY_LOGS], LogsTool)
     monkeypatch.setenv("DIAG_LOKI_URL", "http://loki:3100")
-    assert isinstance(build_tools(Settings())[ToolName.QUERY_LOGS], LokiLogsTool)
+    assert isinstance((await backends_for(Settings()))[ToolName.QUERY_LOGS], LokiLogsTool)
 
 
-def test_loki_and_es_both_set_is_refused_at_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_loki_and_es_both_set_is_refused_at_start_up(monkeypatch: pytest.MonkeyPatch) -> None:
     """Two production log backends is a configuration error, named clearly, not a silent pick."""
     monkeypatch.setenv("DIAG_LOKI_URL", "http://loki:3100")
     monkeypatch.setenv("DIAG_ES_URL", f"http://elastic:{PASSWORD}@es:9200")
     with pytest.raises(ValueError, match="DIAG_LOKI_URL and DIAG_ES_URL") as caught:
-        build_tools(Settings())
+        await backends_for(Settings())
     assert "unset one" in str(caught.value)
     assert PASSWORD not in str(caught.value)
 
@@ -446,7 +448,7 @@ async def test_services_close_the_es_session(es: FakeElasticsearch, tmp_path: Pa
                          budgets=Budgets())
         arguments = {"service": "order-service", "query": '"pool nearly"'}
         projection = await services.boundary.invoke(ctx, None, "query_logs", arguments)
-        tool = services.boundary._tools[ToolName.QUERY_LOGS]
+        tool = getattr(services.boundary.tools[ToolName.QUERY_LOGS], "backend", None)
         assert isinstance(tool, ElasticsearchLogsTool)
         session = tool._http.current
         assert session is not None

@@ -12,7 +12,7 @@ import pytest
 from pydantic import SecretStr
 
 from core.bootstrap import build_services
-from core.contracts.evidence import EvidenceStatus, LogsProjection, RawResult, ToolName
+from core.contracts.evidence import EvidenceStatus, RawResult
 from core.contracts.run import Budgets
 from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
@@ -24,8 +24,9 @@ from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
 from core.tools.logs.args import LogsArgs
 from core.tools.logs.jsonl import LogsTool
 from core.tools.logs.loki import LokiLogsTool, build_log_query
-from core.tools.registry import build_tools
-from testkit.tools import FakeTool
+from core.tools.logs.spec import LogsProjection
+from testkit.tool_names import ToolName
+from testkit.tools import FakeTool, backends_for
 from tests.fakes.loki_server import INSTANT, RANGE, FakeLoki, Fault, parse_log_query
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
@@ -281,9 +282,9 @@ async def test_through_the_real_boundary_the_projection_is_valid(loki: FakeLoki)
     assert TOKEN not in json.dumps(failed)
 
 
-def test_build_tools_picks_loki_when_the_url_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_build_tools_picks_loki_when_the_url_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
     """DIAG_LOKI_URL (and its label, tenant and token settings) select LokiLogsTool; without it the JSONL folder."""
-    assert isinstance(build_tools(Settings())[ToolName.QUERY_LOGS], LogsTool)
+    assert isinstance((await backends_for(Settings()))[ToolName.QUERY_LOGS], LogsTool)
     monkeypatch.setenv("DIAG_LOKI_URL", "http://loki:3100")
     monkeypatch.setenv("DIAG_LOKI_TENANT", "team-a")
     monkeypatch.setenv("DIAG_LOKI_TOKEN", TOKEN)
@@ -291,7 +292,7 @@ def test_build_tools_picks_loki_when_the_url_is_set(monkeypatch: pytest.MonkeyPa
     settings = Settings()
     assert settings.diag_loki_token is not None
     assert TOKEN not in repr(settings)
-    tool = build_tools(settings)[ToolName.QUERY_LOGS]
+    tool = (await backends_for(settings))[ToolName.QUERY_LOGS]
     assert isinstance(tool, LokiLogsTool)
     assert tool._service_label == "app"
 
@@ -314,7 +315,7 @@ async def test_services_close_the_loki_session(loki: FakeLoki, tmp_path: Path) -
                          budgets=Budgets())
         arguments = {"service": "order-service", "query": '"pool nearly"'}
         projection = await services.boundary.invoke(ctx, None, "query_logs", arguments)
-        tool = services.boundary._tools[ToolName.QUERY_LOGS]
+        tool = getattr(services.boundary.tools[ToolName.QUERY_LOGS], "backend", None)
         assert isinstance(tool, LokiLogsTool)
         session = tool._http.current
         assert session is not None

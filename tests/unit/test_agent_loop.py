@@ -9,7 +9,7 @@ import time
 import pytest
 
 from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus
 from core.contracts.progress import ProgressStage, ProgressUpdate
 from core.contracts.release import EvidenceSource, PublishedReport
 from core.contracts.run import EventType
@@ -19,6 +19,7 @@ from core.settings import PROMPTS_DIR
 from core.steps.agent import PREVIOUS_REPORT_LABEL, DiagnosisAgent
 from testkit.models import ModelRequest, ScriptedChatModel, reply
 from testkit.progress import RecordingProgress
+from testkit.tool_names import ToolName
 from tests.fakes.agent_doubles import FakeBoundary, RecordingAudit, make_ctx
 
 LOG_LINE = {"timestamp": "2026-11-29T23:05:28Z", "service": "order-service", "level": "ERROR",
@@ -82,7 +83,7 @@ async def test_system_prompt_tools_and_safe_model_call_events(prompts: PromptLib
     first = model.requests[0]
     assert first.messages[0] == {"role": "system", "content": prompts.get("diagnosis_agent")}
     assert first.messages[1] == {"role": "user", "content": ctx.query}
-    assert first.tool_names == ["lookup_knowledge", "query_logs", "query_mysql", "submit_diagnosis_draft"]
+    assert first.tool_names == ["lookup_knowledge", "query_logs", "query_mysql", "query_metrics", "submit_diagnosis_draft"]
     events = timeline.of(EventType.MODEL_CALL)
     assert [e["step"] for e in events] == [1, 2]
     assert events[0]["tool_calls"] == 1

@@ -9,13 +9,14 @@ import pytest
 from pydantic import BaseModel
 
 from core.steps.schemas import (
-    ARGS_MODELS,
+    SUBMIT_FUNCTIONS,
     diagnosis_tools,
     function_schema,
     inline_refs,
     knowledge_tools,
     repair_tools,
 )
+from core.tools.registry import REGISTRY
 
 
 def walk(node: Any) -> list[dict[str, Any]]:
@@ -32,9 +33,10 @@ def params(tools: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 
 def test_tool_sets_per_stage() -> None:
-    """The agent sees three tools + submit_diagnosis_draft; repair only the submit; knowledge only lookup + its submit."""
+    """The agent sees the four native tools + submit_diagnosis_draft; repair only the submit; knowledge only lookup + its
+    submit."""
     assert [t["function"]["name"] for t in diagnosis_tools()] == [
-        "lookup_knowledge", "query_logs", "query_mysql", "submit_diagnosis_draft"]
+        "lookup_knowledge", "query_logs", "query_mysql", "query_metrics", "submit_diagnosis_draft"]
     assert [t["function"]["name"] for t in repair_tools()] == ["submit_diagnosis_draft"]
     assert [t["function"]["name"] for t in knowledge_tools()] == ["lookup_knowledge", "submit_knowledge_answer"]
 
@@ -82,7 +84,7 @@ def test_descriptions_come_from_docstrings_and_field_docs() -> None:
     assert "never a fact about this environment" in tools["lookup_knowledge"]["description"]
     citation = params(knowledge_tools(), "submit_knowledge_answer")["properties"]["citations"]["items"]
     assert "evidence_blocks" in citation["properties"]["doc"]["description"]
-    assert set(ARGS_MODELS) == set(tools)
+    assert {s.name for s in REGISTRY.specs() if s.args_model is not None} | SUBMIT_FUNCTIONS == set(tools)
 
 
 def test_inline_refs_keeps_properties_named_like_keywords() -> None:

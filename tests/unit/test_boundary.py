@@ -10,16 +10,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, ConfigDict
 
-from core.contracts.evidence import (
-    CanonicalRecord,
-    EvidenceStatus,
-    InvocationState,
-    Projection,
-    RawResult,
-    ToolName,
-)
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, RawResult
 from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.run import Budgets, EventType
 from core.errors import StoreUnavailable, ToolFailure
@@ -29,14 +22,24 @@ from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
+from core.tools.registry import spec_for
 from testkit.progress import RecordingProgress
+from testkit.tool_names import ToolName
 from testkit.tools import FakeTool
 from tests.waiting import until
 
 KB = ToolName.LOOKUP_KNOWLEDGE
 LOGS = ToolName.QUERY_LOGS
 MINTED = re.compile(r"call_[0-9a-f]{12}")
-PROJECTION = TypeAdapter(Projection)
+class _Projections:
+    """Validates a projection with the model of the tool it names (the registry's spec)."""
+
+    @staticmethod
+    def validate_python(projection: dict[str, Any]) -> Any:
+        return spec_for(projection["tool_name"]).projection_model.model_validate(projection)
+
+
+PROJECTION = _Projections()
 
 
 def _found(n: int = 2, text: str = "HikariCP pool exhausted") -> RawResult:

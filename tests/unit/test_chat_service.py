@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from core.contracts.draft import Analysis, AnalysisKind, DiagnosisDraft, Limitations
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus
 from core.contracts.progress import ProgressUpdate
 from core.contracts.release import (
     EvidenceSource,
@@ -29,6 +29,7 @@ from core.run import RunContext
 from core.service.chat_service import CHAT_HELP, ChatService
 from core.service.collaborators import RunPolicy, RunStores, RunVersions, Steps
 from core.service.sessions import SessionGate, cancel_key
+from testkit.tool_names import ToolName
 from tests.waiting import until
 
 # ---- doubles ------------------------------------------------------------------------------

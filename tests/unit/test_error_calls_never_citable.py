@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from core.contracts.draft import DiagnosisDraft
-from core.contracts.evidence import EvidenceStatus, RawResult, ToolName
+from core.contracts.evidence import EvidenceStatus, RawResult
 from core.contracts.run import Budgets
 from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
@@ -19,6 +19,7 @@ from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
+from testkit.tool_names import ToolName
 from testkit.tools import FakeTool
 
 KB = ToolName.LOOKUP_KNOWLEDGE

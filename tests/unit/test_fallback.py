@@ -6,12 +6,13 @@ import re
 
 import pytest
 
-from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolError, ToolName
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolError
 from core.contracts.release import FailureCause, FallbackStage
 from core.release.fallback import FACT_MAX, STAGE_TEXT, build_fallback, failure_fallback, observed_facts
 from core.release.sources import call_summaries, source_label, window_text
 from core.release.wording import FAILURE_STAGE, FAILURE_STEP, failure_cause
 from testkit.release import error_record, knowledge_record, logs_record, sql_record
+from testkit.tool_names import ToolName
 from tests.unit.test_guard_codes import E1, K1, L0, L1, RUN, S1, run_records
 
 

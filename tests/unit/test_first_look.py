@@ -9,7 +9,7 @@ import pytest
 
 from core.steps.first_look import services_in, window_in
 from core.tools.logs.first_look import most_frequent_phrase
-from core.tools.sql_first_look import change_tables
+from core.tools.sql.first_look import change_tables
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 

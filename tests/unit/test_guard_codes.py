@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from core.contracts.draft import AnalysisKind, DiagnosisDraft
-from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState
 from core.contracts.release import GuardResult
 from core.guard.cache import Lru
 from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
@@ -18,6 +18,7 @@ from core.guard.inputs import ParseOutcome, parse_projection, parse_projection_k
 from core.guard.rules import RULE_CODES, RuleSet, load_rules
 from core.stores.canonical import InMemoryCanonicalStore
 from testkit.release import CountingCanonicalStore, error_record, knowledge_record, logs_record, sql_record
+from testkit.tool_names import ToolName
 
 RUN = "run-1"
 OTHER_RUN = "run-0"

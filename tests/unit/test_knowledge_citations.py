@@ -8,10 +8,11 @@ from collections.abc import Callable
 import pytest
 
 from core.contracts.draft import KnowledgeAnswer, KnowledgeCitation
-from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState, ToolName
+from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState
 from core.steps.knowledge import citation_problems
 from core.stores.canonical import InMemoryCanonicalStore
 from testkit.release import error_record, knowledge_record, logs_record
+from testkit.tool_names import ToolName
 
 RUN = "run-k"
 DOC = "db/hikari.md"

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from core.contracts.evidence import ToolName
 from core.contracts.release import FallbackType, Outcome
 from core.contracts.run import EventType
 from core.evidence.boundary import ToolBoundary
@@ -20,6 +19,7 @@ from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore
 from core.tools.knowledge.tool import KnowledgeTool
 from testkit.models import ModelRequest, ScriptedChatModel, reply
+from testkit.tool_names import ToolName
 from tests.fakes.agent_doubles import make_ctx
 
 HIKARI_DOC = "runbooks/hikaricp-pool-exhaustion.md"

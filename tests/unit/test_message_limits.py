@@ -17,7 +17,7 @@ from bot.render.message import render_outcome
 from bot.render.progress import ProgressState
 from bot.render.report import all_findings_pages
 from core.contracts.draft import MAX_ANALYSES, MAX_CALLS_PER_ANALYSIS, MAX_TEXT, Analysis, AnalysisKind
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus
 from core.contracts.progress import SUBJECT_MAX, ProgressStage, ProgressUpdate, ToolProgress
 from core.contracts.release import (
     EvidenceSource,
@@ -29,6 +29,7 @@ from core.contracts.release import (
     PublishedReport,
     ReleaseOutcome,
 )
+from testkit.tool_names import ToolName
 from tests.bot.oversized import LONG, max_draft
 from tests.fakes.slack_ai import check_chunks
 from tests.fakes.slack_server import validate_blocks

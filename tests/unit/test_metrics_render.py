@@ -55,7 +55,7 @@ def test_sparkline_keeps_the_peak_when_squeezed() -> None:
 
 def test_the_source_links_to_the_metrics_template() -> None:
     record = _record("m_err")
-    links = SourceLinks(others={"query_metrics": "https://grafana.example/explore?q={query}&from={start}&to={end}"})
+    links = SourceLinks({"query_metrics": "https://grafana.example/explore?q={query}&from={start}&to={end}"})
     url = links.url("query_metrics", record["effective_arguments"], record["projection"])
     assert url == ("https://grafana.example/explore?q=http_server_requests_error_ratio%7Bservice%3D%22checkout-api%22%7D"
                    "&from=2026-11-29T22%3A30%3A00Z&to=2026-11-29T23%3A30%3A00Z")

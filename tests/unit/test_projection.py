@@ -7,12 +7,22 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter
 
-from core.contracts.evidence import EvidenceStatus, Projection, RawResult, ToolError, ToolName
+from core.contracts.evidence import EvidenceStatus, RawResult, ToolError
 from core.evidence.projection import MIN_PROJECTION_BYTES, TRUNCATION_MARKER, clean_text, project, projection_size
+from core.tools.registry import spec_for
+from testkit.tool_names import ToolName
 
-PROJECTION = TypeAdapter(Projection)
+
+class _Projections:
+    """Validates a projection with the model of the tool it names (the registry's spec)."""
+
+    @staticmethod
+    def validate_python(projection: dict[str, Any]) -> Any:
+        return spec_for(projection["tool_name"]).projection_model.model_validate(projection)
+
+
+PROJECTION = _Projections()
 WORDS = ["timeout", "order-service", "HikariPool", "连接超时", "ñandú", "🚨", "password=hunter2", "OK", "x" * 40]
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import time
 
-from core.contracts.evidence import EvidenceStatus, RawResult, ToolName
+from core.contracts.evidence import EvidenceStatus, RawResult
 from core.evidence.boundary import ToolBoundary
 from core.evidence.raw_cap import cap_raw
 from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
+from testkit.tool_names import ToolName
 from testkit.tools import FakeTool
 
 SQL = ToolName.QUERY_MYSQL

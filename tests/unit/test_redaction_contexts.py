@@ -15,9 +15,10 @@ import string
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from core.contracts.evidence import RawResult, ToolName
+from core.contracts.evidence import RawResult
 from core.evidence.projection import project
 from core.evidence.redaction import redact, redact_value
+from testkit.tool_names import ToolName
 from tests.unit.test_redaction_fuzz import noise, secrets
 
 _RUNS = settings(max_examples=int(os.environ.get("REDACTION_FUZZ_EXAMPLES", "60")), deadline=None,

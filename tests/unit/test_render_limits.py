@@ -7,8 +7,9 @@ import json
 from bot.render.limits import MAX_BLOCKS, MAX_TOTAL_CHARS, clamp_block, clip, fit_blocks
 from bot.render.message import render_outcome
 from bot.render.mrkdwn import context, header, section
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus
 from core.contracts.release import FallbackMessage, ObservedFact, Outcome, ReleaseOutcome
+from testkit.tool_names import ToolName
 from tests.bot.oversized import max_outcome
 from tests.fakes.slack_server import validate_blocks
 

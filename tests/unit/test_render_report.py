@@ -11,7 +11,7 @@ from bot.render.message import render_outcome
 from bot.render.mrkdwn import escape
 from bot.render.timeline import timeline_blocks
 from core.contracts.draft import Action, Analysis, AnalysisKind, DiagnosisDraft, KnowledgeAnswer, KnowledgeCitation, Limitations
-from core.contracts.evidence import EvidenceStatus, ToolName
+from core.contracts.evidence import EvidenceStatus
 from core.contracts.release import (
     EvidenceSource,
     FallbackMessage,
@@ -23,6 +23,7 @@ from core.contracts.release import (
     ReleaseOutcome,
 )
 from core.contracts.run import EventType, RunRecord, TimelineEvent
+from testkit.tool_names import ToolName
 from tests.fakes.slack_server import validate_blocks
 
 

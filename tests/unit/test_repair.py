@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from core.contracts.draft import DiagnosisDraft
-from core.contracts.evidence import CallSummary, EvidenceStatus, ToolName
+from core.contracts.evidence import CallSummary, EvidenceStatus
 from core.contracts.release import Violation
 from core.llm.model import ModelUnavailable
 from core.llm.prompts import PromptLibrary
@@ -16,6 +16,7 @@ from core.settings import PROMPTS_DIR
 from core.steps.repair import LlmEvidenceRepairer, added_facts
 from core.stores.memory import InMemoryAuditStore
 from testkit.models import ScriptedChatModel, reply
+from testkit.tool_names import ToolName
 
 ORIGINAL: dict[str, Any] = {
     "conclusion": {"text": "order-service fails on HikariCP pool timeouts after the 4.18.0 deploy",

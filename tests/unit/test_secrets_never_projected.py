@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from core.contracts.evidence import EvidenceStatus, RawResult, ToolName
+from core.contracts.evidence import EvidenceStatus, RawResult
 from core.contracts.progress import ProgressUpdate
 from core.errors import ToolFailure
 from core.evidence.boundary import ToolBoundary
@@ -20,6 +20,7 @@ from core.run import RunContext
 from core.service.timeline import RunTimeline
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.memory import InMemoryAuditStore, InMemoryTimelineStore
+from testkit.tool_names import ToolName
 from testkit.tools import FakeTool
 
 # (secret value that must never be shown, text carrying it)

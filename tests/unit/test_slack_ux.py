@@ -13,11 +13,12 @@ from bot.render.links import SourceLinks, linked
 from bot.render.mrkdwn import escape
 from bot.render.table import mono_table, table_block
 from bot.verify import parse_vote
-from core.contracts.evidence import ToolName
 from core.contracts.feedback import Vote
 from core.contracts.release import VerifiedEvidenceSnapshot
-from core.evidence.subjects import cut_words, subject_of
+from core.evidence.subjects import cut_words
 from core.release.evidence import kept_evidence
+from core.tools.registry import spec_for
+from testkit.tool_names import ToolName
 from tests.fakes.slack_blocks import validate_blocks
 
 SQL = "SELECT ts, active, idle FROM db_connection_pool_stats WHERE service = 'checkout-api' ORDER BY ts DESC LIMIT 5"
@@ -27,7 +28,7 @@ def test_sql_subjects_are_cut_between_whole_tokens_and_literals() -> None:
     """The first words of the SQL never end inside a word or a quoted literal."""
     assert cut_words(SQL, 80) == "SELECT ts, active, idle FROM db_connection_pool_stats WHERE service =…"
     assert cut_words(SQL, 86) == "SELECT ts, active, idle FROM db_connection_pool_stats WHERE service = 'checkout-api'…"
-    assert "'checkout-api" in subject_of(ToolName.QUERY_MYSQL, {"sql": SQL})
+    assert "'checkout-api" in spec_for(ToolName.QUERY_MYSQL).subject({"sql": SQL}, None)
 
 
 @given(st.text(alphabet=st.sampled_from("ab 'c_d"), max_size=200), st.integers(min_value=2, max_value=120))
@@ -40,8 +41,9 @@ def test_cut_words_is_bounded_and_a_prefix(text: str, limit: int) -> None:
 
 def test_logs_subject_names_service_keywords_level_and_window() -> None:
     """What a logs call queried: service, keywords, level and the effective window."""
-    subject = subject_of(ToolName.QUERY_LOGS, {"service": "order-service", "query": "HikariPool", "level": "ERROR"},
-                         {"window_start": "2026-11-29T22:30:00+00:00", "window_end": "2026-11-29T23:30:00+00:00"})
+    subject = spec_for(ToolName.QUERY_LOGS).subject(
+        {"service": "order-service", "query": "HikariPool", "level": "ERROR"},
+        {"window_start": "2026-11-29T22:30:00+00:00", "window_end": "2026-11-29T23:30:00+00:00"})
     assert subject == 'order-service "HikariPool" ERROR, 22:30–23:30 UTC'
 
 
@@ -55,8 +57,8 @@ def test_escape_neutralises_formatting_markers_but_not_inner_underscores() -> No
 
 def test_deep_links_encode_every_value_and_only_use_http_templates() -> None:
     """{service}/{query}/{start}/{end} are URL-encoded; a non-http template is ignored; the label cannot break out."""
-    links = SourceLinks(logs="https://grafana.example/explore?svc={service}&q={query}&from={start}&to={end}",
-                        sql="javascript:alert({query})")
+    links = SourceLinks({ToolName.QUERY_LOGS: "https://grafana.example/explore?svc={service}&q={query}&from={start}&to={end}",
+                         ToolName.QUERY_MYSQL: "javascript:alert({query})"})
     url = links.url(ToolName.QUERY_LOGS, {"service": "order service", "query": 'a|b>"c"'},
                     {"window_start": "2026-11-29T22:30:00Z", "window_end": "2026-11-29T23:30:00Z"})
     assert url == ("https://grafana.example/explore?svc=order%20service&q=a%7Cb%3E%22c%22"

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from core.contracts.evidence import RawResult, ToolName
+from core.contracts.evidence import RawResult
 from core.evidence.projection import project
 from core.tools.sql.secrets import secret_cells, secret_columns
+from testkit.tool_names import ToolName
 
 
 @pytest.mark.parametrize(

@@ -6,11 +6,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.contracts.evidence import CanonicalRecord, InvocationMeta, InvocationState, ToolName
+from core.contracts.evidence import CanonicalRecord, InvocationMeta, InvocationState
 from core.contracts.run import EventType, RunRecord, TimelineEvent
 from core.stores.canonical import InMemoryCanonicalStore
 from core.stores.kv import InMemoryKV, ttl_ms
 from core.stores.memory import InMemoryAuditStore, InMemoryRunStore, InMemoryTimelineStore
+from testkit.tool_names import ToolName
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 

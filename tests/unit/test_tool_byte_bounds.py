@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from core.contracts.evidence import ToolName
 from core.evidence.projection import project
 from core.tools.item_bounds import TRUNCATED, ItemBounds, json_size
 from core.tools.knowledge.args import KnowledgeArgs
 from core.tools.knowledge.tool import KnowledgeTool
 from core.tools.logs.args import LogsArgs
 from core.tools.logs.jsonl import LogsTool
+from testkit.tool_names import ToolName
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 

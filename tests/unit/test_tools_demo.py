@@ -8,17 +8,17 @@ from pathlib import Path
 
 import pytest
 
-from core.contracts.evidence import ToolName
 from core.settings import DEMO_DATA, Settings
 from core.tools.clock import clock_from
 from core.tools.knowledge.args import KnowledgeArgs
 from core.tools.knowledge.tool import KnowledgeTool
 from core.tools.logs.args import LogsArgs
 from core.tools.logs.jsonl import LogsTool
-from core.tools.registry import build_tools
 from core.tools.sql.args import SqlArgs
 from core.tools.sql.tool import SqlTool
 from demo.generate import DEMO_CLOCK, NOTIFICATION_ABSENT_TERM
+from testkit.tool_names import ToolName
+from testkit.tools import backends_for
 
 CLOCK = datetime.fromisoformat(DEMO_CLOCK)
 
@@ -27,10 +27,10 @@ def _settings(**overrides: object) -> Settings:
     return Settings.model_validate({"diag_clock": CLOCK, **overrides})
 
 
-def test_registry_builds_the_three_tools_with_the_pinned_clock() -> None:
+async def test_registry_builds_the_three_tools_with_the_pinned_clock() -> None:
     """build_tools returns one tool per ToolName with matching names; DIAG_CLOCK drives the clock."""
-    tools = build_tools(_settings())
-    assert set(tools) == set(ToolName)
+    tools = await backends_for(_settings())
+    assert set(ToolName) <= set(tools)  # and query_metrics, over its own demo folder
     assert all(tool.name == name for name, tool in tools.items())
     assert isinstance(tools[ToolName.QUERY_LOGS], LogsTool)
     assert isinstance(tools[ToolName.LOOKUP_KNOWLEDGE], KnowledgeTool)
@@ -47,30 +47,30 @@ def test_real_clock_is_used_without_diag_clock_over_other_logs(tmp_path: Path) -
     assert naive.tzinfo is not None
 
 
-def test_unset_clock_over_the_demo_data_is_the_demo_clock_said_once(caplog: pytest.LogCaptureFixture) -> None:
+async def test_unset_clock_over_the_demo_data_is_the_demo_clock_said_once(caplog: pytest.LogCaptureFixture) -> None:
     """Over the bundled demo logs an unset DIAG_CLOCK means the demo's clock, and building the tools says so once."""
     assert clock_from(Settings())() == CLOCK
     with caplog.at_level(logging.WARNING):
-        build_tools(Settings())
+        await backends_for(Settings())
     notes = [r.getMessage() for r in caplog.records if "DIAG_CLOCK" in r.getMessage()]
     assert len(notes) == 1
     assert "2026-11-29T23:30:00+00:00" in notes[0]
     caplog.clear()
     with caplog.at_level(logging.WARNING):
-        build_tools(_settings())  # an explicit DIAG_CLOCK: nothing to say
+        await backends_for(_settings())  # an explicit DIAG_CLOCK: nothing to say
     assert not [r for r in caplog.records if "DIAG_CLOCK" in r.getMessage()]
 
 
 async def test_tools_over_the_demo_data_find_the_incident_without_diag_clock() -> None:
     """`diagbot tool query_logs` over the bundled data finds the incident with no DIAG_CLOCK (the default window)."""
-    logs = build_tools(Settings())[ToolName.QUERY_LOGS]
+    logs = (await backends_for(Settings()))[ToolName.QUERY_LOGS]
     result = await logs.run(LogsArgs(service="order-service", query="HikariPool", level="ERROR"))
     assert result.total_count > 100
 
 
 async def test_order_service_pool_exhaustion_is_findable_in_the_default_window() -> None:
     """The default window before the demo clock holds the HikariCP timeout errors, starting at about 23:00Z."""
-    logs = build_tools(_settings())[ToolName.QUERY_LOGS]
+    logs = (await backends_for(_settings()))[ToolName.QUERY_LOGS]
     result = await logs.run(LogsArgs(service="order-service", query='"Connection is not available"', level="ERROR"))
     assert result.total_count > 100
     assert result.items[0]["timestamp"].startswith("2026-11-29T23:00")
@@ -81,14 +81,14 @@ async def test_order_service_pool_exhaustion_is_findable_in_the_default_window()
 
 async def test_malformed_demo_lines_are_counted() -> None:
     """The truncated order-service line is skipped and counted."""
-    logs = build_tools(_settings())[ToolName.QUERY_LOGS]
+    logs = (await backends_for(_settings()))[ToolName.QUERY_LOGS]
     result = await logs.run(LogsArgs(service="order-service", query="HikariPool"))
     assert result.notes["invalid_lines_skipped"] >= 1
 
 
 async def test_notification_service_has_no_timeout_lines() -> None:
     """An exact query for 'timeout' on notification-service matches nothing (NO_EVIDENCE material)."""
-    logs = build_tools(_settings())[ToolName.QUERY_LOGS]
+    logs = (await backends_for(_settings()))[ToolName.QUERY_LOGS]
     result = await logs.run(LogsArgs(service="notification-service", query=NOTIFICATION_ABSENT_TERM))
     assert result.total_count == 0
     assert result.items == []
@@ -98,7 +98,7 @@ async def test_notification_service_has_no_timeout_lines() -> None:
 
 async def test_upstream_symptoms_and_the_deploy_are_visible() -> None:
     """payment-service timeouts, checkout-api 502s and the 4.18.0 rollout are in the logs."""
-    logs = build_tools(_settings())[ToolName.QUERY_LOGS]
+    logs = (await backends_for(_settings()))[ToolName.QUERY_LOGS]
     payment = await logs.run(LogsArgs(service="payment-service", query="upstream timeout order-service"))
     checkout = await logs.run(LogsArgs(service="checkout-api", query="502 order-service", level="ERROR"))
     deploy = await logs.run(LogsArgs(service="order-service", query="4.18.0 rolling"))
@@ -111,7 +111,7 @@ async def test_upstream_symptoms_and_the_deploy_are_visible() -> None:
 
 async def test_demo_sql_has_the_deploy_pool_stats_and_flag() -> None:
     """shop.db holds the 22:55 deploy, an exhausted pool minute and the flag the deploy enabled."""
-    sql = build_tools(_settings())[ToolName.QUERY_MYSQL]
+    sql = (await backends_for(_settings()))[ToolName.QUERY_MYSQL]
     pool = await sql.run(SqlArgs(sql=(
         "SELECT active, idle, waiting FROM db_connection_pool_stats WHERE service = 'order-service' "
         "AND ts = '2026-11-29 23:05:00'")))
@@ -131,6 +131,6 @@ def test_demo_knowledge_has_at_least_six_runbooks() -> None:
 
 async def test_demo_rollback_question_finds_the_rollback_runbook() -> None:
     """A rollback question ranks the deploy rollback runbook first."""
-    knowledge = build_tools(_settings())[ToolName.LOOKUP_KNOWLEDGE]
+    knowledge = (await backends_for(_settings()))[ToolName.LOOKUP_KNOWLEDGE]
     result = await knowledge.run(KnowledgeArgs(query="deploy rollback steps", top_k=2))
     assert result.items[0]["doc"] == "runbooks/deploy-rollback.md"

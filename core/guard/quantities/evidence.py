@@ -26,9 +26,12 @@ from core.contracts.evidence import CanonicalRecord
 from core.guard.quantities.declared import declared_quantity, row_units
 from core.guard.quantities.exact import Check
 from core.guard.quantities.extract import bare_number, extract, extract_at
+from core.guard.quantities.kinds import spec_quantities, typed_fields
 from core.guard.quantities.model import Kind, Origin, Quantity, Shown
 from core.guard.quantities.unit_values import typed_quantities, unit_typing
 from core.guard.quantities.units import DURATION_UNITS_BY_SIZE
+from core.tools.contract import FieldKind, QuantityKinds
+from core.tools.registry import current_registry
 
 ITEM_LISTS = ("logs", "rows", "evidence_blocks", "series")
 RESULT_KEYS = frozenset({"count", *ITEM_LISTS})
@@ -98,6 +101,11 @@ class CallEvidence:
         self._points: tuple[Shown, ...] | None = None
         self._extra: tuple[Shown, ...] | None = None
         self._query: tuple[Shown, ...] | None = None
+        self._spec = current_registry().find(record.tool_name)
+        self._kinds = self._spec.quantities if self._spec is not None else QuantityKinds()
+        self._typed = typed_fields(self._kinds)
+        """The tool declares kinds the lazy search cannot read by key alone (core/guard/quantities/kinds.py): those
+        fields are typed in the index, and every claim about this call is answered there."""
 
     @property
     def has_series(self) -> bool:
@@ -119,6 +127,8 @@ class CallEvidence:
         None means only "not found this way": the caller then asks `extra()` and `index()`. `standalone`: the claim
         is a plain number, so occurrences inside a time, date, version or id (after ':', '-', '.', a letter; before
         ':', '-', '.' and a digit) are skipped without reading their leaf (they can never show a plain number)."""
+        if self._typed:
+            return None
         text = self.text
         size = len(text)
         for form in forms:
@@ -200,7 +210,7 @@ class CallEvidence:
         raw = line[raw_at:].rstrip().rstrip(",")
         if not raw or raw[0] in "{[" or key in SKIPPED_FIELDS:
             return ()
-        words = key == "text" and self.projection.get("tool_name") == "lookup_knowledge"
+        words = self._kinds.of(key).kind is FieldKind.WORDS
         inner = raw[1:-1]
         if raw[0] == '"' and "\\" not in raw and not words and len(inner) > 35 and not _BARE_NUMBER.fullmatch(inner.strip()):
             # a message: read only the token at the occurrence (extract_at tokenises exactly like extract)
@@ -256,13 +266,14 @@ class CallEvidence:
         count = projection.get("count")
         if isinstance(count, int) and not isinstance(count, bool):
             yield Shown(Quantity(Kind.COUNT, float(count), str(count), key="count"), Origin.RESULT, cid, -1, "count")
-        knowledge = projection.get("tool_name") == "lookup_knowledge"
         for i, key, value in self.leaves():
-            words = knowledge and key == "text"
+            words = self._kinds.of(key).kind is FieldKind.WORDS
             for quantity in leaf_quantities(value, key, words):
                 yield Shown(quantity, Origin.RESULT, cid, i, key)
         yield from self._declared()
         yield from self._series()
+        if self._spec is not None and self._typed:
+            yield from spec_quantities(cid, self._spec, projection)
 
     def _series(self, points: bool = False) -> Iterator[Shown]:
         """Metric series (query_metrics): values typed by their series' unit and kind, times as date-times; the

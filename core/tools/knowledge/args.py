@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import Final
+
 from pydantic import Field
 
 from core.tools.native import ToolArgs
+
+NAME: Final = "lookup_knowledge"
+"""The tool's name: part of the product's interface (SPEC §3), in prompts, transcripts and tests."""
 
 
 class KnowledgeArgs(ToolArgs):

@@ -9,10 +9,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from core.contracts.evidence import RawResult, ToolName
+from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
 from core.tools.item_bounds import ItemBounds, bound_items
-from core.tools.knowledge.args import KnowledgeArgs
+from core.tools.knowledge.args import NAME, KnowledgeArgs
 from core.tools.knowledge.blocks import Block, split_blocks
 
 # Words (letters/digits, Unicode) are the only thing taken from user text; each is quoted for FTS5,
@@ -113,7 +113,7 @@ class KnowledgeIndex:
 class KnowledgeTool:
     """The lookup_knowledge tool: BM25-ranked runbook sections."""
 
-    name = ToolName.LOOKUP_KNOWLEDGE
+    name = NAME
     args_model: type[KnowledgeArgs] = KnowledgeArgs
 
     def __init__(self, path: Path, bounds: ItemBounds | None = None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -13,6 +13,9 @@ from core.tools.native import ToolArgs
 DEFAULT_LOG_WINDOW = timedelta(minutes=60)
 LogLevel = Literal["ERROR", "WARN", "INFO", "DEBUG"]
 _LEVEL_ALIASES = MappingProxyType({"WARNING": "WARN", "ERR": "ERROR"})
+
+NAME: Final = "query_logs"
+"""The tool's name: part of the product's interface (SPEC §3), in prompts, transcripts and tests."""
 
 
 class LogsArgs(ToolArgs):

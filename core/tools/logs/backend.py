@@ -17,9 +17,8 @@ import aiohttp
 from pydantic import SecretStr
 from yarl import URL
 
-from core.contracts.evidence import ToolName
 from core.errors import ToolFailure
-from core.tools.logs.args import LogsArgs
+from core.tools.logs.args import NAME, LogsArgs
 from core.tools.logs.scan import iso_utc
 
 MAX_BODY_BYTES = 16 * 1024 * 1024
@@ -32,7 +31,7 @@ CORE_KEYS = frozenset({"timestamp", "service", "level", "message"})
 class QueryLogsTool:
     """What every query_logs backend declares: the tool's name and its argument model."""
 
-    name = ToolName.QUERY_LOGS
+    name = NAME
     args_model: type[LogsArgs] = LogsArgs
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from core.evidence.clean import TRUNCATION_MARKER, clean_text, projection_size
 from core.evidence.instructions import mark_instructions
-from core.evidence.projection import TRUNCATION_MARKER, clean_text, projection_size
 from core.evidence.redaction import Redactor
 from core.tools.mcp.content import CUT_MARKER, cut_text, fit_json
 

@@ -23,6 +23,7 @@ from core.tools.contract import (
     StepHints,
     ToolSpec,
 )
+from core.tools.metrics.args import MetricsArgs
 from core.tools.metrics.projection import fit_series
 from core.tools.metrics.tool import TOOL_NAME
 from core.tools.metrics.words import clock_words, series_sentence, series_title, subject_words, value_words
@@ -67,6 +68,9 @@ class MetricsSpec(ToolSpec):
     """query_metrics: PromQL over Prometheus or the embedded OpenMetrics folder."""
 
     name = TOOL_NAME
+    args_model = MetricsArgs
+    summary = ("Query metrics with PromQL over a time window: per series its labels, unit, first/last/min/max/mean "
+               "with times and downsampled points, highest peak first.")
     projection_model = MetricsProjection
     items_field = "series"
     nouns = Nouns(kind="Metrics", what="metrics query", found="series", label="series")

@@ -23,8 +23,7 @@ from core.tools.metrics.spec import MetricsSpec
 from core.tools.metrics.tool import TOOL_NAME, MetricsTool
 from core.tools.native import NativeToolAdapter
 
-SUMMARY = ("Query metrics with PromQL over a time window: per series its labels, unit, first/last/min/max/mean "
-           "with times and downsampled points, highest peak first.")
+SUMMARY = MetricsSpec.summary
 CHECK_NAME = f"tool.{TOOL_NAME}"
 
 

@@ -17,9 +17,9 @@ from typing import Any
 
 from sqlalchemy.engine import URL
 
-from core.contracts.evidence import RawResult, ToolName
+from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
-from core.tools.sql.args import SqlArgs
+from core.tools.sql.args import NAME, SqlArgs
 from core.tools.sql.budget import DEFAULT_CELL_MAX_BYTES, DEFAULT_RESULT_MAX_BYTES, ResultBudget
 from core.tools.sql.catalogs import parse_schema_setting
 from core.tools.sql.policy import Backend, PreparedQuery, prepare
@@ -55,7 +55,7 @@ def _preload_driver(url: str) -> None:
 class SqlTool:
     """The query_mysql tool over one SQL database given by a SQLAlchemy URL."""
 
-    name = ToolName.QUERY_MYSQL
+    name = NAME
     args_model: type[SqlArgs] = SqlArgs
 
     def __init__(
