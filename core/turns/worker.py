@@ -96,13 +96,16 @@ class TurnJobs:
         return result
 
     async def cancel_session(self, session_key: str) -> bool:
-        """Stop the thread's running run and its turns still waiting in the queue; False when neither existed."""
-        stopped = await self._chat.cancel_session(session_key)
+        """Stop the thread's running run and its turns still waiting in the queue; False when neither existed.
+
+        The waiting turns are flagged first: stopping the running one frees the thread, and a turn behind it that
+        was not flagged yet would start in that gap."""
         try:
             queued = await self._queue.cancel_queued(session_key)
         except StoreUnavailable as exc:
             log.warning("queued turns of a session not cancelled: %s", exc)
             queued = 0
+        stopped = await self._chat.cancel_session(session_key)
         return stopped or queued > 0
 
     async def cancel_run(self, run_id: str) -> bool:

@@ -21,6 +21,7 @@ from core.settings import Settings
 from core.stores.kv import InMemoryKV
 from tests.bot.fake_chat import FakeChat
 from tests.bot.slack_requests import envelope, mention
+from tests.fakes.slack_interactions import block_actions
 from tests.fakes.slack_server import TEAM_ID, FakeSlack
 from tests.metrics_text import sample
 from tests.waiting import until
@@ -209,3 +210,19 @@ async def test_real_services_build_a_retention_job_over_their_database(tmp_path:
         assert isinstance(services.retention_scheduler(), RetentionScheduler)
     finally:
         await services.aclose()
+
+
+async def test_a_click_in_slacks_documented_shape_over_the_socket_shows_the_trace(fake_slack: FakeSlack) -> None:
+    """A View trace click on the posted final, as Slack sends it over Socket Mode (an `interactive` envelope, the
+    button's text a plain_text object), is acked and answered ephemerally on its response_url."""
+    chat = FakeChat(delay_s=0.0)
+    async with _serving(_settings(fake_slack), fake_slack, _Services(chat, InMemoryKV())):
+        await fake_slack.push(fake_slack.events_api_envelope(envelope(mention(ts="70.0"))))
+        await fake_slack.wait_until(lambda: bool(fake_slack.finals("C1", "70.0")), timeout_s=10)
+        [final] = fake_slack.finals("C1", "70.0")
+        click = block_actions(final, "view_trace", user="U1", message_ts=final["ts"],
+                              response_url=fake_slack.response_url("click"))
+        sent = await fake_slack.push(fake_slack.interactive_envelope(click))
+        assert await fake_slack.wait_for_ack(sent) == {"envelope_id": sent}
+        answer = await fake_slack.next_response()
+        assert (answer["_key"], answer["response_type"]) == ("click", "ephemeral")

@@ -159,6 +159,13 @@ class FakeSlack(AiSurface, DirectorySurface):
         return {"envelope_id": envelope_id or str(uuid.uuid4()), "type": "slash_commands", "payload": form,
                 "accepts_response_payload": True}
 
+    @staticmethod
+    def interactive_envelope(payload: dict[str, Any], *, envelope_id: str | None = None) -> dict[str, Any]:
+        """An `interactive` envelope (block_actions, view_submission, shortcuts: the payload as over HTTP, e.g. from
+        tests/fakes/slack_interactions.block_actions)."""
+        return {"envelope_id": envelope_id or str(uuid.uuid4()), "type": "interactive", "payload": payload,
+                "accepts_response_payload": payload.get("type") in {"view_submission", "block_suggestion"}}
+
     async def push(self, envelope: dict[str, Any]) -> str:
         """Queue an envelope for the connected client (sent as soon as a connection exists); returns its envelope_id."""
         await self._outbox.put(envelope)
