@@ -25,7 +25,9 @@ A *toolset* is one folder under core/tools/ (logs/, sql/, knowledge/, metrics/, 
     stack), names its checks for `diagbot check` and `/readyz`, and may propose cheap `first_look` calls for a service
     and window (run before the agent's first step).
 
-The registry (core/tools/registry.py) lists the toolsets, one line each. Release, guard, render, health, steps and the
+The field kinds live in core/tools/kinds.py and the words and views in core/tools/views.py; both are re-exported
+here, so a tool imports the contract from this one module. The registry (core/tools/registry.py) lists the
+toolsets, one line each. Release, guard, render, health, steps and the
 boundary ask it; an unknown name raises `UnknownTool` (never a default projection, never a KeyError).
 """
 
@@ -33,16 +35,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 from core.contracts.evidence import EvidenceStatus, ProjectionBase, RawResult
-from core.contracts.release import FactTable
+from core.tools.kinds import GUESS as GUESS
+from core.tools.kinds import ArgumentRoles as ArgumentRoles
+from core.tools.kinds import FieldKind as FieldKind
+from core.tools.kinds import FieldQuantity as FieldQuantity
+from core.tools.kinds import Leaf as Leaf
+from core.tools.kinds import QuantityKinds as QuantityKinds
+from core.tools.views import EvidenceView as EvidenceView
+from core.tools.views import Excerpt as Excerpt
+from core.tools.views import ExcerptsView as ExcerptsView
+from core.tools.views import Fact as Fact
+from core.tools.views import LinesView as LinesView
+from core.tools.views import Nouns as Nouns
+from core.tools.views import SeriesLine as SeriesLine
+from core.tools.views import SeriesView as SeriesView
+from core.tools.views import StepHints as StepHints
+from core.tools.views import TableView as TableView
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -51,8 +66,6 @@ if TYPE_CHECKING:
     from core.settings import Settings
 
 A = TypeVar("A")
-A_co = TypeVar("A_co", covariant=True)
-A_contra = TypeVar("A_contra", contravariant=True)
 
 
 class UnknownTool(LookupError):
@@ -70,183 +83,6 @@ class InvalidArguments(ValueError):
     def __init__(self, message: str) -> None:
         self.message = message
         super().__init__(message)
-
-
-# ---- quantities: what a field's value is, for the EvidenceGuard ------------------------------------------------
-
-
-class FieldKind(StrEnum):
-    """What the values of one projection field are (SPEC §5 kinds, plus how to read text)."""
-
-    GUESS = "guess"
-    """Typed by the field's name where the value is bare (`latency_ms: 38` is 38 ms); text is read for quantities."""
-    WORDS = "words"
-    """Prose: read like GUESS, and numbers in words count too ("three retries" in a runbook)."""
-    IGNORED = "ignored"
-    """Never grounds anything (retrieval scores, internal ids)."""
-    TIMESTAMP = "timestamp"
-    COUNT = "count"
-    NUMBER = "number"
-    DURATION = "duration"
-    SIZE = "size"
-    PERCENT = "percent"
-    RATIO = "ratio"
-    """A fraction: 0.14 grounds "14 %"."""
-    RATE = "rate"
-    IDENTIFIER = "identifier"
-    """Digits that are not a quantity (HTTP status, port, error code)."""
-    VERSION = "version"
-
-
-@dataclass(frozen=True)
-class FieldQuantity:
-    """The kind of one field and, for durations, sizes and rates, its unit.
-
-    `unit` is fixed ("ms", "s", "bytes", "KiB"); `unit_field` names a field of the same item whose value is the unit
-    (a path from the item: "unit", "metadata.unit"), for values whose unit is known only per item."""
-
-    kind: FieldKind
-    unit: str | None = None
-    unit_field: str | None = None
-
-
-GUESS = FieldQuantity(FieldKind.GUESS)
-
-
-@dataclass(frozen=True)
-class QuantityKinds:
-    """The quantity kind of each item field, by path from the item ("timestamp", "first.value", "points.*.1": `*`
-    stands for any list index); fields not named get `default`."""
-
-    fields: Mapping[str, FieldQuantity] = field(default_factory=lambda: MappingProxyType({}))
-    default: FieldQuantity = GUESS
-
-    def of(self, path: str) -> FieldQuantity:
-        """The declared kind of the field at `path` (numeric segments match `*`)."""
-        found = self.fields.get(path)
-        if found is None and any(part.isdigit() for part in path.split(".")):
-            parts = path.split(".")
-            found = next((kind for pattern, kind in self.fields.items() if _path_matches(pattern.split("."), parts)),
-                         None)
-        return found or self.default
-
-
-def _path_matches(pattern: list[str], parts: list[str]) -> bool:
-    return len(pattern) == len(parts) and all(p == q or (p == "*" and q.isdigit()) for p, q in zip(pattern, parts, strict=True))
-
-
-@dataclass(frozen=True)
-class ArgumentRoles:
-    """Which arguments (and projection envelope fields) ground what (SPEC §5): a window grounds times, dates and its
-    length; a limit only statements about the limit; query text only NEGATIVE_OBSERVATION analyses restating it."""
-
-    window: tuple[str, ...] = ()
-    """Arguments that are the window's bounds, e.g. ("start", "end")."""
-    projection_window: tuple[str, ...] = ()
-    """Envelope fields holding the effective window, e.g. ("window_start", "window_end"); read before `window`."""
-    limit: tuple[str, ...] = ()
-    query: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Leaf:
-    """One scalar an item shows: its item index, its path from the item, the name that types it, its value."""
-
-    item: int
-    path: str
-    key: str
-    value: Any
-
-
-# ---- plain words and views ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Nouns:
-    """How people name a tool and its results."""
-
-    kind: str
-    """Progress task prefix: "Logs", "Database", "Runbooks"."""
-    what: str
-    """The call in words: "logs query", "database query", "runbook lookup"."""
-    found: str = "result"
-    """A found item in progress output: "matching line", "row"."""
-    label: str = "result"
-    """A found item in a source label: "match", "row", "section"."""
-
-
-@dataclass(frozen=True)
-class Fact:
-    """One observed fact for a fallback: a plain sentence (no tool names, no ids), telling lines or a small table."""
-
-    text: str
-    lines: tuple[str, ...] = ()
-    table: FactTable | None = None
-
-
-@dataclass(frozen=True)
-class StepHints:
-    """Next steps one finished call suggests; `looked_at` is (service, window in words) of evidence found there."""
-
-    steps: tuple[str, ...] = ()
-    looked_at: tuple[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class LinesView:
-    """Items as monospace lines, in order (log lines); the renderer caps them and says how many it left out."""
-
-    lines: tuple[str, ...]
-    noun: str = "line"
-
-
-@dataclass(frozen=True)
-class TableView:
-    """Items as a table of strings under their column names (SQL rows); the renderer caps rows and widths."""
-
-    columns: tuple[str, ...]
-    rows: tuple[tuple[str, ...], ...]
-
-
-@dataclass(frozen=True)
-class Excerpt:
-    """A quoted passage: where it is from (document, section) and its text."""
-
-    source: str
-    section: str
-    text: str
-
-
-@dataclass(frozen=True)
-class ExcerptsView:
-    excerpts: tuple[Excerpt, ...]
-
-
-@dataclass(frozen=True)
-class SeriesLine:
-    """One time series as Show evidence draws it: a title (metric and labels), its values in time order (None for a
-    gap) for a sparkline, its min / max / last in words with their times, and the points a finding rests on."""
-
-    title: str
-    values: tuple[float | None, ...]
-    low: str
-    high: str
-    last: str
-    marks: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class SeriesView:
-    """Metric series (query_metrics); the renderer draws each as a sparkline with its min/max/last."""
-
-    series: tuple[SeriesLine, ...]
-    window: str = ""
-    """The queried window in words ("22:30–23:30 UTC, every 30 s")."""
-    more: int = 0
-    """Series the query returned beyond those listed."""
-
-
-EvidenceView = LinesView | TableView | ExcerptsView | SeriesView
 
 
 @dataclass(frozen=True)

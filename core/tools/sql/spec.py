@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from datetime import date, datetime
 from typing import Any, Literal
 
 from pydantic import Field
@@ -100,24 +98,12 @@ def _rows(projection: Mapping[str, Any]) -> list[list[Any]]:
 # ---- projection ------------------------------------------------------------------------------------------------
 
 
-def _json_scalar(value: Any, clean: Cleaner) -> Any:
-    if value is None or isinstance(value, bool | int):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, bytes | bytearray | memoryview):
-        return f"<{len(bytes(value))} bytes>"
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    return clean.text(value, clean.item_chars)
-
-
 def _sql_row(row: Sequence[Any], hidden: Sequence[bool], clean: Cleaner) -> list[Any]:
     cells: list[Any] = []
     secret_here = secret_cells(row)
     for index, value in enumerate(row[: clean.columns]):
         secret = (index < len(hidden) and hidden[index]) or index in secret_here
-        cells.append(REDACTED if secret and value not in (None, "") else _json_scalar(value, clean))
+        cells.append(REDACTED if secret and value not in (None, "") else clean.scalar(value, clean.item_chars))
     if len(row) > clean.columns:
         clean.cut()
     return cells
