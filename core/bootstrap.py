@@ -271,7 +271,7 @@ def build_model(settings: Settings, stack: AsyncExitStack, model: ChatModel | No
     openai_model = OpenAIChatModel(
         settings.openai_base_url,
         settings.openai_api_key.get_secret_value() if settings.openai_api_key else None,
-        tool_choice=settings.diag_model_tool_choice,
+        tool_choice=settings.diag_model_tool_choice, max_tokens=settings.diag_model_max_tokens,
     )
     on_close(stack, openai_model.aclose)
     return openai_model, True

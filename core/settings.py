@@ -145,6 +145,8 @@ class Settings(BaseSettings):
     diag_router_timeout_s: float | None = Field(default=None, gt=0)
     diag_model_strict: bool = True
     diag_model_tool_choice: str | None = None
+    diag_model_max_tokens: int | None = Field(default=None, ge=16)
+    """Sent as max_tokens on every model call: bounds a small local model that rambles to the end of its context."""
     diag_first_look: bool = True
     """Before the agent's first step, run the cheap queries an on-call engineer runs first (core/steps/first_look.py)."""
     # Per-run budgets (SPEC §8); unset keeps the Budgets defaults.

@@ -68,7 +68,8 @@ def agent_shape(settings: Settings) -> AgentShape:
     prompts = PromptLibrary(settings.diag_prompts_dir)
     return AgentShape(agent_prompt=prompts.get("diagnosis_agent"), judge_prompt=prompts.get("semantic_guard"),
                       tools=diagnosis_tools(strict=settings.diag_model_strict),
-                      tool_choice=settings.diag_model_tool_choice, guard_model=settings.guard_model)
+                      tool_choice=settings.diag_model_tool_choice, guard_model=settings.guard_model,
+                      max_tokens=settings.diag_model_max_tokens)
 
 
 async def preflight(settings: Settings, err: Print, command: str = "serve") -> list[CheckResult] | None:

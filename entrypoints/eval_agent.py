@@ -190,7 +190,8 @@ async def live_suite(incidents: Sequence[Incident], folder: Path, settings: Sett
     rows = []
     for incident in incidents:
         key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-        endpoint = OpenAIChatModel(settings.openai_base_url, key, tool_choice=settings.diag_model_tool_choice)
+        endpoint = OpenAIChatModel(settings.openai_base_url, key, tool_choice=settings.diag_model_tool_choice,
+                                   max_tokens=settings.diag_model_max_tokens)
         recorder = RecordingChatModel(endpoint)
         try:
             row = await run_one(incident_settings(settings, incident, folder, first_look=first_look), incident,

@@ -71,6 +71,7 @@ class OpenAIChatModel:
         retry_after_cap_s: float = 20.0,
         client: AsyncOpenAI | None = None,
         tool_choice: str | None = None,
+        max_tokens: int | None = None,
     ) -> None:
         self._client = client or AsyncOpenAI(
             base_url=base_url, api_key=api_key or "unused", max_retries=0, http_client=default_http_client()
@@ -81,6 +82,7 @@ class OpenAIChatModel:
         self.backoff_max_s = backoff_max_s
         self.retry_after_cap_s = retry_after_cap_s
         self.tool_choice = tool_choice
+        self.max_tokens = max_tokens
         self.adapt = EndpointAdaptation()
 
     async def complete(
@@ -119,6 +121,8 @@ class OpenAIChatModel:
         self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None, timeout_s: float
     ) -> ModelReply:
         body: dict[str, Any] = {"model": model, "messages": messages}
+        if self.max_tokens:
+            body["max_tokens"] = self.max_tokens
         if tools:
             body["tools"] = tools
             if choice := self._choice(tools):

@@ -47,6 +47,7 @@ class AgentShape:
     tools: list[dict[str, Any]]
     tool_choice: str | None = None
     guard_model: str | None = None
+    max_tokens: int | None = None
 
 
 def capability(name: str, *, ok: bool, detail: str, fix: str = "") -> CheckResult:
@@ -103,6 +104,8 @@ class ModelProbe:
 
     async def _chat(self, messages: list[dict[str, Any]], *, model: str | None = None, **extra: Any) -> Any:
         create: Any = self.client.chat.completions.create  # plain dict messages, as the endpoint receives them
+        if self.shape.max_tokens:
+            extra["max_tokens"] = self.shape.max_tokens
         return await create(model=model or self.model, messages=messages, timeout=self.timeout_s, **extra)
 
     async def _agent_chat(self, messages: list[dict[str, Any]], refused: list[str],

@@ -160,3 +160,17 @@ async def test_a_refused_tool_choice_is_dropped_at_run_time_like_strict_schemas(
     assert [c.name for c in first.tool_calls] == ["query_logs"]
     assert second.tool_calls
     assert [r.get("tool_choice") for r in server.requests] == ["required", "auto", "auto"]
+
+
+async def test_max_tokens_is_sent_when_configured() -> None:
+    """DIAG_MODEL_MAX_TOKENS bounds every completion (a small model rambling to the end of its context takes
+    minutes per call on a CPU); unset, nothing is sent and the server's default holds."""
+    async with FakeOpenAIServer() as server:
+        server.push({"content": "a"}, {"content": "b"})
+        bounded = OpenAIChatModel(server.base_url, "k", max_retries=0, max_tokens=1024)
+        plain = OpenAIChatModel(server.base_url, "k", max_retries=0)
+        await bounded.complete(model="m", messages=[{"role": "user", "content": "x"}])
+        await plain.complete(model="m", messages=[{"role": "user", "content": "x"}])
+        await bounded.aclose()
+        await plain.aclose()
+    assert [r.get("max_tokens") for r in server.requests] == [1024, None]
