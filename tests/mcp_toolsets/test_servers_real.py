@@ -176,13 +176,18 @@ async def test_crash_mid_call_is_an_error_and_the_next_call_restarts_it(odd_stdi
     assert raw["total_count"] == 1
 
 
-@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
-async def test_a_server_that_died_while_idle_is_restarted_before_the_next_call(odd_stdio: McpManager) -> None:
-    await _run(odd_stdio, "mcp_odd_error_rate", service="checkout-api")
-    for child in _children(os.getpid()):  # only this test's stdio server (the session's Prometheus is a child too)
+def _kill_stdio_oddities() -> None:
+    """SIGKILL only the stdio test server of this process (the session's Prometheus is a child too)."""
+    for child in _children(os.getpid()):
         argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
         if any(a.endswith(b"oddities.py") for a in argv) and b"http" not in argv:
             os.kill(child, signal.SIGKILL)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs Linux /proc")
+async def test_a_server_that_died_while_idle_is_restarted_before_the_next_call(odd_stdio: McpManager) -> None:
+    await _run(odd_stdio, "mcp_odd_error_rate", service="checkout-api")
+    _kill_stdio_oddities()
     await asyncio.sleep(0.5)
     raw = await _run(odd_stdio, "mcp_odd_error_rate", service="checkout-api")  # not a failed call: pinged first
     assert raw["total_count"] == 1
