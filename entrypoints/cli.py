@@ -92,8 +92,11 @@ def tool_parser(tool: Tool[Any]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"diagbot tool {tool.name}", description=tool.description)
     for key, prop in (schema.get("properties") or {}).items():
         help_text = str(prop.get("description") or "") if isinstance(prop, dict) else ""
-        parser.add_argument(f"--{key.replace('_', '-')}", dest=key, default=None,
-                            help=help_text + (" (required)" if key in required else ""))
+        # The property's own name (SPEC §13: --repo_path) and, for snake_case, the dashed spelling (--repo-path).
+        flags = [f"--{key}", *([f"--{key.replace('_', '-')}"] if "_" in key else [])]
+        with contextlib.suppress(argparse.ArgumentError):  # two properties that spell alike: the first keeps it
+            parser.add_argument(*flags, dest=key, default=None,
+                                help=help_text + (" (required)" if key in required else ""))
     return parser
 
 
@@ -125,6 +128,9 @@ def tool_arguments(schema: dict[str, Any], values: dict[str, str | None]) -> dic
                 value = float(raw)
         if "boolean" in types and raw.lower() in ("true", "false"):
             value = raw.lower() == "true"
+        if types & {"object", "array"} and raw.lstrip()[:1] in ("{", "["):
+            with contextlib.suppress(ValueError):
+                value = json.loads(raw)  # an object or list option is written as JSON
         arguments[key] = value
     return arguments
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ToolNameStr = Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,79}$")]
+ToolNameStr = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,79}$")]
 """A tool's name as records carry it: any registered tool (core/tools/registry.py), native or `mcp_<server>_<tool>`."""
 
 

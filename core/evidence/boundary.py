@@ -360,7 +360,7 @@ class ToolBoundary:
             }
             return unknown, projection_size(unknown)
         bounds = ProjectionBounds(max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES))
-        return project_sized(call.call_id, call.spec, raw, error, bounds, redactor=self._redactor)
+        return project_sized(call.call_id, call.spec, raw, error, bounds, redactor=self._redactor, name=call.name)
 
     async def _audit_call(
         self, call: _Call, projection: dict[str, Any], size: int, raw: RawResult | None, code: str | None, duration_ms: float

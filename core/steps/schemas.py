@@ -148,7 +148,10 @@ def tool_schemas(tools: Iterable[Tool[Any]] | None = None, *, strict: bool = Fal
     if tools is None:
         return [function_schema(spec.name, spec.args_model, strict=strict, summary=spec.summary)
                 for spec in current_registry().specs() if spec.args_model is not None]
-    return [entry(tool.name, tool.description, tool.parameters(), strict=strict) for tool in tools]
+    # A tool whose schema has no strict form (an MCP tool taking an open map, oneOf, ...) says so (`strict = False`):
+    # it is sent without strict, the others keep it (OpenAI takes a mix).
+    return [entry(tool.name, tool.description, tool.parameters(), strict=strict and getattr(tool, "strict", True))
+            for tool in tools]
 
 
 def _submit(name: str, strict: bool) -> dict[str, Any]:

@@ -81,8 +81,8 @@ def leaf_quantities(value: Any, key: str, words: bool = False) -> tuple[Quantity
     return tuple(extract(value, words=True)) if words else tuple(iso_or_extract(value))
 
 
-def _text_of(projection: Mapping[str, Any]) -> str:
-    results = {k: v for k, v in projection.items() if k in RESULT_KEYS}
+def _text_of(projection: Mapping[str, Any], items_field: str | None = None) -> str:
+    results = {k: v for k, v in projection.items() if k in RESULT_KEYS or k == items_field}
     return orjson.dumps(results, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
 
 
@@ -102,6 +102,9 @@ class CallEvidence:
         self._extra: tuple[Shown, ...] | None = None
         self._query: tuple[Shown, ...] | None = None
         self._spec = current_registry().find(record.tool_name)
+        self._items_field = (self._spec.items_field if self._spec is not None
+                             and self._spec.items_field not in ITEM_LISTS else None)
+        """A tool listing its items under a field of its own (MCP's `content`): read through its spec's leaves."""
         self._kinds = self._spec.quantities if self._spec is not None else QuantityKinds()
         self._typed = typed_fields(self._kinds)
         """The tool declares kinds the lazy search cannot read by key alone (core/guard/quantities/kinds.py): those
@@ -116,7 +119,7 @@ class CallEvidence:
     def text(self) -> str:
         """The results as indented JSON (one value per line), built on first use."""
         if self._text is None:
-            self._text = _text_of(self.projection)
+            self._text = _text_of(self.projection, self._items_field)
         return self._text
 
     # ---- the lazy search ----------------------------------------------------------------------------------
@@ -327,10 +330,13 @@ class CallEvidence:
         for i, block in enumerate(projection.get("evidence_blocks") or []):
             if isinstance(block, dict):
                 yield from ((i, str(k), v) for k, v in block.items() if k not in SKIPPED_FIELDS)
+        if self._items_field is not None and self._spec is not None:
+            yield from ((leaf.item, leaf.key, leaf.value) for leaf in self._spec.leaves(projection))
 
     def items(self) -> int:
         """How many items the projection lists."""
-        return sum(len(self.projection.get(name) or []) for name in ITEM_LISTS)
+        own = len(self.projection.get(self._items_field) or []) if self._items_field is not None else 0
+        return own + sum(len(self.projection.get(name) or []) for name in ITEM_LISTS)
 
     # ---- window, limit, query --------------------------------------------------------------------------------
 

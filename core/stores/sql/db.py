@@ -78,7 +78,7 @@ tool_invocations = sa.Table(
     sa.Column("id", sa.Integer(), primary_key=True, autoincrement=True),
     sa.Column("run_id", sa.String(64), nullable=False),
     sa.Column("tool_call_id", sa.String(128), nullable=False),
-    sa.Column("tool_name", sa.String(32), nullable=False),
+    sa.Column("tool_name", sa.String(80), nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
     sa.Column("evidence_status", sa.String(16)),
     sa.Column("count", sa.Integer(), nullable=False),
