@@ -14,12 +14,14 @@ from typing import Any
 import pytest
 import pytest_asyncio
 
+from bot.render.evidence import evidence_view
 from core.bootstrap import Services, build_services
 from core.contracts.release import Outcome, ReleaseOutcome
 from core.contracts.run import EventType, SessionKey, Turn
 from core.settings import DEMO_CLOCK, Settings
 from entrypoints.demo import recorded_reply
 from testkit.openai_server import Entry, FakeOpenAIServer
+from tests.fakes.slack_blocks import validate_blocks
 from tests.mcp_servers import mcp_server_binary, own_server
 
 # One rig (servers started once) for the module: its tests share one event loop.
@@ -140,6 +142,10 @@ async def test_a_grounded_number_from_an_mcp_tool_is_published(rig: Rig) -> None
     assert outcome.report.sources[0].tool_name == "mcp_prom_execute_query"
     (event,) = await rig.tool_events(outcome)
     assert event["evidence_status"] == "EVIDENCE_FOUND"
+    shown = evidence_view(outcome.report, 0)  # Show evidence: the MCP call's lines, valid Block Kit
+    assert validate_blocks(shown) is None
+    assert "hikaricp_connections_pending" in json.dumps(shown)
+    assert "52" in json.dumps(shown)
 
 
 async def test_an_invented_number_is_blocked(rig: Rig) -> None:
@@ -149,7 +155,8 @@ async def test_an_invented_number_is_blocked(rig: Rig) -> None:
     assert outcome.outcome is Outcome.SAFE_FALLBACK, outcome
     assert "NUMBER_NOT_IN_EVIDENCE" in {v.code for v in outcome.violations}
     assert outcome.fallback is not None
-    assert outcome.fallback.observed_facts  # what the MCP call really showed, in plain words
+    facts = json.dumps([f.model_dump(mode="json") for f in outcome.fallback.observed_facts])
+    assert "The execute_query call of the prom MCP server returned 1 result(s)." in facts  # what it really showed
 
 
 async def test_deploy_history_from_git_grounds_the_numbers_of_a_commit(rig: Rig) -> None:
