@@ -70,6 +70,23 @@ TOOL_ERROR_WORDS: Mapping[str, str] = MappingProxyType({
     "ES_BAD_RESPONSE": "Elasticsearch answered with something unreadable",
     "ES_UNAUTHORIZED": "Elasticsearch refused the bot's credentials",
     "ES_INDEX_MISSING": "the Elasticsearch index does not exist",
+    "METRICS_PATH_MISSING": "the metrics folder is missing",
+    "METRICS_PATH_TOO_LARGE": "the metrics folder is too large to read without Prometheus",
+    "METRICS_NEEDS_PROMETHEUS": "that PromQL needs Prometheus, and only the embedded metrics are configured",
+    "METRICS_BAD_QUERY": "the PromQL query was not valid",
+    "METRICS_MATCHES_EVERYTHING": "the metrics query would match every series",
+    "METRICS_QUERY_TOO_COMPLEX": "the metrics query was too complex",
+    "METRICS_RANGE_TOO_LONG": "the metrics query reached too far back",
+    "METRICS_TOO_MANY_POINTS": "the metrics query asked for too many points per series",
+    "METRICS_TOO_MANY_SERIES": "the metrics query returned too many series",
+    "METRICS_TOO_MANY_SAMPLES": "Prometheus refused to load that many samples",
+    "METRICS_RESPONSE_TOO_LARGE": "Prometheus' answer was too large to read",
+    "METRICS_QUERY_FAILED": "Prometheus could not evaluate the query",
+    "METRICS_TIMEOUT": "Prometheus did not answer in time",
+    "METRICS_UNREACHABLE": "Prometheus could not be reached",
+    "METRICS_UNAUTHORIZED": "Prometheus refused the bot's credentials",
+    "METRICS_UNAVAILABLE": "Prometheus was unavailable",
+    "METRICS_BAD_RESPONSE": "Prometheus answered with something unreadable",
 })
 
 # Why a run ended without a draft: the stage in words and the next step that fits it.
