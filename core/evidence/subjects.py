@@ -70,8 +70,8 @@ def cut_words(text: str, limit: int) -> str:
 
 
 def plural(count: Any, noun: str) -> str:
-    """'1 row', '37 rows', '2 matches'."""
-    if count == 1:
+    """'1 row', '37 rows', '2 matches', '3 series'."""
+    if count == 1 or noun.endswith("series"):
         return f"{count} {noun}"
     return f"{count} {noun}es" if noun.endswith(("ch", "sh", "s", "x")) else f"{count} {noun}s"
 

@@ -69,7 +69,10 @@ def test_fallback_fact_and_progress_words() -> None:
     assert fact.text == ("The hikaricp pool usage ratio of order-service HikariPool-1 rose from 20 % at 22:30 to 100 % "
                          "at 23:30")
     assert spec.subject(record["effective_arguments"], record["projection"]) == \
-        'hikaricp_pool_usage_ratio{service="order-service"}'
+        'hikaricp_pool_usage_ratio{service="order-service"}, 22:30–23:30 UTC'
+    from core.evidence.subjects import plural
+
+    assert plural(3, spec.nouns.found) == "3 series"
     none = _record("m_none")
     empty = spec.fact(EvidenceStatus.NO_EVIDENCE, none["projection"], none["effective_arguments"], frozenset())
     assert "returned no series" in empty.text

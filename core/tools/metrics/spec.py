@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import Field
 
 from core.contracts.evidence import EvidenceStatus, ProjectionBase, RawResult
+from core.evidence.subjects import short_window, shorten
 from core.tools.contract import (
     ArgumentRoles,
     Cleaner,
@@ -96,12 +97,19 @@ class MetricsSpec(ToolSpec):
 
     # words
     def subject(self, arguments: Mapping[str, Any], projection: Mapping[str, Any] | None) -> str:
-        query = " ".join(str(arguments.get("query") or "").split())
-        return query if len(query) <= 100 else query[:99] + "…"
+        """'hikaricp_pool_usage_ratio{service="order-service"}, 22:30-23:30 UTC' (the effective window once known)."""
+        text = shorten(arguments.get("query") or "", 100) + (" at its end" if arguments.get("instant") else "")
+        shown = projection or {}
+        window = short_window(shown.get("window_start") or arguments.get("start"),
+                              shown.get("window_end") or arguments.get("end"))
+        return f"{text}, {window}" if window else text
+
+    def label_subject(self, arguments: Mapping[str, Any], projection: Mapping[str, Any]) -> str:
+        return shorten(arguments.get("query") or "", 160)
 
     def fact(self, status: EvidenceStatus, projection: Mapping[str, Any], arguments: Mapping[str, Any],
              words: frozenset[str]) -> Fact:
-        query = self.subject(arguments, projection)
+        query = shorten(arguments.get("query") or "", 100)
         if status is EvidenceStatus.NO_EVIDENCE:
             return Fact(f"The metrics query {query} returned no series in the window — this does not show all is well.")
         series = [s for s in self.shown_items(projection) if isinstance(s, dict)]
@@ -114,7 +122,7 @@ class MetricsSpec(ToolSpec):
         return Fact(text[:400], lines=tuple(series_sentence(s)[:200] for s in ranked[1:]))
 
     def error_subject(self, arguments: Mapping[str, Any]) -> str:
-        return f"The metrics query {self.subject(arguments, None)}"
+        return f"The metrics query {shorten(arguments.get('query') or '', 100)}"
 
     def next_steps(self, status: EvidenceStatus, projection: Mapping[str, Any], arguments: Mapping[str, Any],
                    reason: str) -> StepHints:
