@@ -53,6 +53,8 @@ class Turn(BaseModel):
     restart_of: str | None = Field(default=None, description="The run this one re-runs (its worker stopped first).")
     intent: Intent | None = Field(default=None, description="Set by the caller instead of the router: an alert's "
                                   "investigation is a DIAGNOSIS whatever its text looks like.")
+    queued: bool = Field(default=False, description="The turn queue ordered it behind its thread's earlier turns "
+                         "(core/turns/worker.py): the session lock is not taken a second time.")
 
 
 class Budgets(BaseModel):

@@ -35,7 +35,7 @@ class TurnJob(BaseModel):
     def turn(self, run_id: str, restart_of: str | None) -> Turn:
         """The turn one attempt runs."""
         return Turn(session=self.session, text=self.text, user=self.user, message_ts=self.message_ts, run_id=run_id,
-                    restart_of=restart_of, intent=self.intent)
+                    restart_of=restart_of, intent=self.intent, queued=True)
 
     def encode(self) -> str:
         return self.model_dump_json()

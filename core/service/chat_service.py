@@ -8,6 +8,7 @@ Components it drives are typed against the small protocols below; `core.bootstra
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -101,7 +102,8 @@ class ChatService:
         run_id = turn.run_id or new_run_id()
         try:
             with log_fields(run_id=run_id, session=session_key), self._metrics.run_in_flight():
-                async with self._gate.turn(session_key, run_id):
+                # One serialisation per turn: the queue's thread order for queued turns, the gate for the others.
+                async with contextlib.nullcontext() if turn.queued else self._gate.turn(session_key, run_id):
                     return await self._run_turn(run_id, turn, _SafeProgress(progress) if progress else None)
         except Exception as exc:
             # Only the bookkeeping around a run gets here (lock, run record): a store is down.

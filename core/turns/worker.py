@@ -12,9 +12,10 @@ Each duty is done once, here or in one named place:
   ahead of it only to skip the work of decoding and routing a retry; a turn's answer record (answers.py) stays
   because one job can be *run* twice (a take-over while the first worker was only slow), which no enqueue check
   can see.
-- a thread's turns one at a time: the queue's thread order (`next_in_thread`), across processes. The core's
-  session gate (core/service/sessions.py) stays for the turns that bypass the queue (the queue is down: run in
-  this process) and as the cancel registry; queued turns reach it already in order, so it is uncontended for them.
+- a thread's turns one at a time: the queue's thread order (`next_in_thread`), across processes; a queued turn
+  (`Turn.queued`) does not take the core's session lock again. That lock (core/service/sessions.py) serialises
+  only the turns that bypass the queue (the queue is down: run in this process; `diagbot ask`); the gate stays
+  the cancel registry for every run.
 - "a turn did not finish": a run that hangs → the watchdog (runner); a worker that died → the queue's take-over
   here (re-run, or FAILURE after MAX_DELIVERIES); a run whose job is gone (no durable queue) → recovery.py.
 """

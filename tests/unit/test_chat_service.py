@@ -509,3 +509,19 @@ async def test_an_alert_turn_is_a_diagnosis_whatever_the_router_says_and_its_dat
     events = await rig.service.timeline(outcome.run_id)
     routed = next(e for e in events if e.type is EventType.INTENT_ROUTED)
     assert routed.summary == {"intent": "DIAGNOSIS", "by": "caller"}
+
+
+async def test_a_queued_turn_does_not_take_the_session_lock_a_second_time() -> None:
+    """The queue already ordered a queued turn behind its thread's earlier ones (one serialisation per turn): a
+    session lock still held elsewhere does not hold it up; a turn outside the queue waits for that lock."""
+    from core.service.sessions import lock_key
+
+    rig = make_rig()
+    await rig.kv.set(lock_key("T:C:t1"), "run_elsewhere", 60)
+    queued = turn().model_copy(update={"queued": True})
+    assert (await asyncio.wait_for(rig.service.handle(queued), 5)).outcome is Outcome.SUCCESS
+    direct = asyncio.ensure_future(rig.service.handle(turn("and now?")))
+    await asyncio.sleep(0.1)  # a negative: the direct turn waits for the lock
+    assert not direct.done()
+    await rig.kv.delete(lock_key("T:C:t1"))
+    assert (await asyncio.wait_for(direct, 5)).outcome is Outcome.SUCCESS
