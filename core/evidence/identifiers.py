@@ -19,16 +19,21 @@ _PART = re.compile(
     r"|[A-Z0-9]{1,6}"  # a short code: API, V2, EU1
 )
 _PIECE = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
-_WORD_PIECE = re.compile(r"[A-Z]?[a-z]{2,}")
+_WORD_PIECE = re.compile(r"[A-Z]?[a-z]*[aeiouy][a-z]*")
 _WORDY_SHARE = 0.75
-"""A CamelCase part with codes inside (PaymentsApiV2ReplicaSet) is words for at least this share of its characters;
-a random token's case changes every character or two, so its words are short."""
+_MEAN_WORD = 4.5
+"""A CamelCase part with codes inside (PaymentsApiV2ReplicaSet) is words for at least this share of its characters,
+and its words are words: each has a vowel and they are 4.5 letters long on average. A random token's case changes
+every character or two, so its 'words' are short (AaaBaaCbc...: hypothesis found that shape)."""
 
 
 def _wordy(part: str) -> bool:
     pieces = _PIECE.findall(part)
-    words = sum(len(p) for p in pieces if _WORD_PIECE.fullmatch(p))
-    return words >= _WORDY_SHARE * len(part) and sum(len(p) for p in pieces) == len(part)
+    if sum(len(p) for p in pieces) != len(part):
+        return False
+    words = [p for p in pieces if len(p) >= 2 and _WORD_PIECE.fullmatch(p)]
+    letters = sum(len(w) for w in words)
+    return bool(words) and letters >= _WORDY_SHARE * len(part) and letters / len(words) >= _MEAN_WORD
 
 
 def is_identifier(token: str) -> bool:
