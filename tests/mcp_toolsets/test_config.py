@@ -105,3 +105,12 @@ def test_the_url_shown_in_check_lines_has_no_query_or_secret() -> None:
     parsed = parse_toolsets('[[mcp]]\nname = "g"\nurl = "https://g.example/mcp?token=abc"\ntools = ["t"]\n',
                             Path("t.toml"), {})
     assert parsed.mcp[0].where == "https://g.example/mcp"
+
+
+def test_variables_in_env_values_are_read_from_the_environment() -> None:
+    text = ('[[mcp]]\nname = "g"\ncommand = ["mcp-grafana"]\n'
+            'env = { TOKEN = "${VIEWER_TOKEN}", URL = "https://g" }\ntools = ["t"]\n')
+    parsed = parse_toolsets(text, Path("t.toml"), {"VIEWER_TOKEN": "glsa_abc"})
+    assert parsed.mcp[0].env == {"TOKEN": "glsa_abc", "URL": "https://g"}
+    assert problems_of(text) == ["mcp[0] (g) env.TOKEN uses ${VIEWER_TOKEN} but the environment has no VIEWER_TOKEN: "
+                                 "export it or remove it"]
