@@ -87,6 +87,10 @@ TOOL_ERROR_WORDS: Mapping[str, str] = MappingProxyType({
     "METRICS_UNAUTHORIZED": "Prometheus refused the bot's credentials",
     "METRICS_UNAVAILABLE": "Prometheus was unavailable",
     "METRICS_BAD_RESPONSE": "Prometheus answered with something unreadable",
+    # MCP toolsets (core/tools/mcp): the server's own message follows in the call's error
+    "MCP_TOOL_ERROR": "the MCP tool reported an error",
+    "MCP_ERROR": "the MCP server refused the call",
+    "SERVER_UNAVAILABLE": "the MCP server was unavailable (it did not start, crashed or broke the protocol)",
 })
 
 # Why a run ended without a draft: the stage in words and the next step that fits it.
