@@ -7,7 +7,9 @@ bounded, and the guard records it in the snapshot so the SemanticGuard sees it.
   call, or two values of one listed item, e.g. `active=50 max=50` -> 100%).
 - ITEM_COUNT: how many items a call lists; how many of them show a value the text names; how many distinct values a
   field has when the count's noun names the field ("3 pods" for three distinct `pod` values).
-- SUM: the counts of the cited calls added up; a numeric column added up over the listed rows.
+- SUM: the counts of the cited calls added up; a numeric column added up over the listed rows, when the count names
+  that column ('70 timeouts') or says it is a total.
+- RATE_OF: a grounded count over a grounded duration of the same text or a cited call's window length.
 """
 
 from __future__ import annotations
@@ -56,8 +58,10 @@ def derive(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallEviden
         return _time_difference(claim, stated) or _window_length(claim, calls)
     if claim.kind is Kind.PERCENT:
         return _percent_of(claim, stated, calls)
+    if claim.kind is Kind.RATE:
+        return _rate_of(claim, stated, calls)
     if claim.kind in NUMERIC_KINDS and isinstance(claim.value, float) and claim.value.is_integer():
-        return _item_count(claim, calls, text) or _sum(claim, calls)
+        return _item_count(claim, calls, text) or _sum(claim, calls, text)
     return None
 
 
@@ -169,6 +173,25 @@ def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallE
     return None
 
 
+def _rate_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallEvidence]) -> Derived | None:
+    """'493 lines in 60 minutes, about 8 per minute': a grounded count over a grounded duration stated in the same
+    text, or over the length of a cited call's window."""
+    numbers = [s for s in stated[:MAX_STATED] if s.claim.kind in NUMERIC_KINDS]
+    spans = [(s.claim.number, s.claim.text, s.shown.tool_call_id) for s in stated[:MAX_STATED]
+             if s.claim.kind is Kind.DURATION and s.claim.number > 0]
+    for call in calls:
+        bounds = call.window()
+        if len(bounds) >= 2 and (a := _instant(bounds[0])) and (b := _instant(bounds[1])) and (length := _between(a, b)) > 0:
+            spans.append((length, f"the window of {call.tool_call_id}", call.tool_call_id))
+    for number in numbers:
+        for seconds, label, cid in spans:
+            rate = number.claim.number / seconds
+            if fits(claim, rate):
+                inputs = (f"{number.claim.text} over {label}",)
+                return Derived("RATE_OF", rate, inputs, tuple(dict.fromkeys((number.shown.tool_call_id, cid))))
+    return None
+
+
 def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and len(word) > 3 else word
 
@@ -215,7 +238,13 @@ def _item_count(claim: Quantity, calls: Sequence[CallEvidence], text: str) -> De
     return None
 
 
-def _sum(claim: Quantity, calls: Sequence[CallEvidence]) -> Derived | None:
+_TOTAL = re.compile(
+    r"\b(?:in total|total|totals|altogether|combined|together|summed|sum|overall|all told|add(?:s|ed)? up|across)\b",
+    re.IGNORECASE,
+)
+
+
+def _sum(claim: Quantity, calls: Sequence[CallEvidence], text: str = "") -> Derived | None:
     counts = [(c.tool_call_id, c.projection.get("count")) for c in calls]
     numbers = [(cid, n) for cid, n in counts if isinstance(n, int) and not isinstance(n, bool)]
     if len(numbers) >= 2 and claim.number == sum(n for _, n in numbers):
@@ -226,7 +255,13 @@ def _sum(claim: Quantity, calls: Sequence[CallEvidence]) -> Derived | None:
         for shown in call.index():
             if shown.item >= 0 and shown.quantity.kind in NUMERIC_KINDS and shown.field and shown.quantity.key == shown.field:
                 columns[shown.field] = columns.get(shown.field, 0.0) + shown.quantity.number
+        nouns = [_singular(w) for w in claim.noun.split()]
+        totals = _TOTAL.search(text) is not None
+        words = {_singular(w) for w in re.findall(r"[a-z_]+", text.lower())}
         for column, total in columns.items():
-            if fits(claim, total):
+            # a column's sum is a claim about that column: '70 timeouts' (column timeouts), 'requests were waiting'
+            # (column waiting), or a total ('add up to', 'in total', 'across the samples')
+            named = _singular(column.lower()) in nouns or _singular(column.lower()) in words
+            if (totals or named) and fits(claim, total):
                 return Derived("SUM", total, (f"sum of {column} over the listed items",), (call.tool_call_id,))
     return None

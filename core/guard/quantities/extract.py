@@ -294,7 +294,31 @@ def extract(text: str, *, words: bool = True) -> list[Quantity]:
     the text with digits for words)."""
     if words:
         text = digits_for_words(text)
-    return [q for match in _scan(text, 0) if (q := _quantity(text, match)) is not None]
+    found = [q for match in _scan(text, 0) if (q := _quantity(text, match)) is not None]
+    return _ranges(text, found) if len(found) > 1 else found
+
+
+_RANGE_JOIN = re.compile(r"\s?(?:-|–|—|to|up to)\s?")
+_UNIT_KINDS = frozenset({Kind.DURATION, Kind.SIZE, Kind.PERCENT, Kind.RATE})
+
+
+def _ranges(text: str, found: list[Quantity]) -> list[Quantity]:
+    """'30.0-30.1 s', '18 to 26 %': the first number of a range takes the unit written after the second."""
+    for i in range(len(found) - 1):
+        first, second = found[i], found[i + 1]
+        if first.kind not in (Kind.NUMBER, Kind.COUNT) or second.kind not in _UNIT_KINDS or first.key:
+            continue
+        if _RANGE_JOIN.fullmatch(text, first.end, second.start) is None:
+            continue
+        digits = _BARE_DIGITS.match(second.text)
+        if digits is None or not float(digits.group(0).replace(",", "")):
+            continue
+        factor = second.number / float(digits.group(0).replace(",", ""))
+        found[i] = Quantity(second.kind, first.number * factor, first.text, first.start, first.end, first.tolerance * factor)
+    return found
+
+
+_BARE_DIGITS = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
 def extract_at(text: str, offset: int) -> list[Quantity]:

@@ -38,6 +38,7 @@ def close(claim: float, shown: float, tolerance: float) -> bool:
     return gap <= noise or gap < tolerance - noise
 
 
+STATUS_KEYS = frozenset({"status", "status_code", "http_status", "statuscode", "response_code", "code"})
 APPROX_SHARE = 0.05
 """'about 490' for 493: an approximate value is within 5 % (or the rounding its written digits show, if wider)."""
 BOUND_FACTOR = 2.0
@@ -80,6 +81,8 @@ def same_value(claim: Quantity, shown: Quantity) -> bool:
     """Whether an evidence quantity shows the claim's value, with kinds compatible (no origin rules here)."""
     kind, value = claim.kind, claim.value
     if kind in NUMERIC_KINDS:
+        if shown.kind is Kind.IDENTIFIER:  # 'before the 502': a bare status grounded by a status field
+            return shown.key.lower() in STATUS_KEYS and isinstance(shown.value, str) and shown.value == f"{claim.number:g}"
         return shown.kind in NUMERIC_KINDS and fits(claim, shown.number, shown.bound)
     if kind in {Kind.PERCENT, Kind.DURATION, Kind.RATE}:
         return shown.kind is kind and fits(claim, shown.number, shown.bound)
