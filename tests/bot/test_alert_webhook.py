@@ -283,3 +283,28 @@ async def test_five_hundred_alerts_in_one_group_open_one_bounded_investigation(a
     [root] = alerting.roots()
     assert len(json.dumps(root["blocks"])) < 12_000
     assert "500 alerts in the group" in json.dumps(root["blocks"])
+
+
+async def test_in_socket_mode_the_webhook_is_on_the_health_port(fake_slack: FakeSlack, tmp_path: Any) -> None:
+    """Socket Mode has no events endpoint: the webhook is served beside /healthz on PORT (both run modes)."""
+    from bot.serve import serve
+    from tests.fakes.cluster import free_port
+
+    settings = Settings(slack_bot_token=SecretStr("xoxb-test"), slack_app_token=SecretStr("xapp-test"),
+                        slack_api_url=fake_slack.api_url, database_url=f"sqlite+aiosqlite:///{tmp_path}/diag.db",
+                        port=free_port(), diag_alert_webhook_token=SecretStr(TOKEN), diag_alert_channel="C1")
+    stop = asyncio.Event()
+    task = asyncio.create_task(serve(settings, stop))
+    url = f"http://127.0.0.1:{settings.port}/alerts/alertmanager"
+    try:
+        await fake_slack.wait_connected(timeout_s=20)
+        async with aiohttp.ClientSession() as http:
+            async with http.post(url, json=group(alert())) as resp:
+                assert resp.status == 401
+            async with http.post(url, json=group(alert()), headers={"Authorization": f"Bearer {TOKEN}"}) as resp:
+                assert resp.status == 202
+        await until(lambda: any(m.get("text", "").startswith("Firing") for m in fake_slack.messages.values()), 10,
+                    message="the root message")
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 20)
