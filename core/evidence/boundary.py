@@ -110,21 +110,9 @@ class ToolBoundary:
         """The configured tools by name, in registry order (what the agent is offered)."""
         return MappingProxyType(self._tools)
 
-    def normalised_arguments(self, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
-        """A call's arguments after validation (defaults filled, strings trimmed), to tell identical calls apart;
-        None for a tool not configured or arguments that do not validate (invoke answers those with an ERROR)."""
-        tool = self._tools.get(name)
-        if tool is None:
-            return None
-        try:
-            dumped = tool.effective(tool.validate(arguments))
-        except (InvalidArguments, ValueError, TypeError):
-            return None
-        return {k: v.strip() if isinstance(v, str) else v for k, v in dumped.items()}
-
     def tool_names(self) -> list[str]:
         """The names of the tools this boundary runs (what is configured)."""
-        return [str(getattr(name, "value", name)) for name in self._tools]
+        return list(self._tools)
 
     async def invoke(
         self, ctx: RunContext, tool_call_id: str | None, name: str, arguments: str | dict[str, Any]
