@@ -26,7 +26,6 @@ if TYPE_CHECKING:
     from core.health.result import Check
 
 
-
 class ToolRegistry:
     """An immutable list of toolsets and the lookups every consumer makes by tool name."""
 
