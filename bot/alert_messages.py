@@ -15,20 +15,31 @@ def _attachment_lines(attachment: dict[str, Any]) -> list[str]:
     for field in attachment.get("fields") or []:
         if isinstance(field, dict):
             lines.append(f"{field.get('title') or ''}: {field.get('value') or ''}".strip(": "))
+    for block in attachment.get("blocks") or []:
+        lines += _block_lines(block)
     if not any(lines):
         lines.append(str(attachment.get("fallback") or ""))
     lines.append(str(attachment.get("footer") or ""))
     return lines
 
 
-def _text_of(obj: Any) -> str:
-    return str(obj.get("text") or "") if isinstance(obj, dict) else ""
+MAX_BLOCK_DEPTH = 8  # rich_text nests block > list > section > element; deeper is not a message Slack renders
 
 
-def _block_lines(block: dict[str, Any]) -> list[str]:
-    lines = [_text_of(block.get("text"))]
-    lines += [_text_of(field) for field in block.get("fields") or []]
-    lines += [_text_of(element) for element in block.get("elements") or [] if isinstance(element, dict)]
+def _block_lines(block: Any, depth: int = 0) -> list[str]:
+    """The words of a block or element, recursively: text objects (`{"type": "mrkdwn", "text": ...}`), a markdown
+    block's or a rich-text element's string `text`, a link's text (else its URL), and the `text`, `fields` and
+    `elements` nested in it (rich_text sections, lists, quotes and preformatted blocks keep their words there)."""
+    if not isinstance(block, dict) or depth > MAX_BLOCK_DEPTH:
+        return []
+    text = block.get("text")
+    lines = [text] if isinstance(text, str) else _block_lines(text, depth + 1)
+    if block.get("type") == "link" and not isinstance(text, str):
+        lines.append(str(block.get("url") or ""))
+    for key in ("fields", "elements"):
+        children = block.get(key)
+        if isinstance(children, list):
+            lines += [line for child in children for line in _block_lines(child, depth + 1)]
     return lines
 
 
@@ -39,8 +50,7 @@ def alert_text(event: dict[str, Any]) -> str:
         if isinstance(attachment, dict):
             lines += _attachment_lines(attachment)
     for block in event.get("blocks") or []:
-        if isinstance(block, dict):
-            lines += _block_lines(block)
+        lines += _block_lines(block)
     seen: set[str] = set()
     kept: list[str] = []
     for line in (part.strip() for chunk in lines for part in chunk.splitlines()):
