@@ -207,8 +207,7 @@ def _failure(status: int, error_type: str, message: str) -> ToolFailure:
 def _parse_answer(status: int, body: bytes, clean: Any) -> tuple[list[Series], int, list[str]]:
     """The series of a query or query_range answer (matrix, vector or scalar), native histograms skipped."""
     answer = _decoded(body)
-    found = answer.get("warnings") if isinstance(answer, dict) else None
-    warnings = [clean(str(w)) for w in found[:5]] if isinstance(found, list) else []
+    warnings = _annotations(answer, "warnings", clean) + _annotations(answer, "infos", clean)
     data = _envelope(status, answer, clean)
     if not isinstance(data, dict) or data.get("resultType") not in ("matrix", "vector", "scalar", "string"):
         raise ToolFailure("METRICS_BAD_RESPONSE", "Prometheus' answer has no result of a known type; not evidence.")
@@ -224,6 +223,13 @@ def _parse_answer(status: int, body: bytes, clean: Any) -> tuple[list[Series], i
     except (TypeError, ValueError, KeyError, IndexError) as exc:
         raise ToolFailure("METRICS_BAD_RESPONSE", "Prometheus' answer does not have the documented shape; "
                                                   "not evidence.") from exc
+
+
+def _annotations(answer: Any, key: str, clean: Any, keep: int = 5) -> list[str]:
+    """The answer's `warnings` (errors that did not stop the query: a partial answer) or `infos` (info-level
+    annotations, e.g. "metric might not be a counter"): the first few, as Prometheus wrote them."""
+    found = answer.get(key) if isinstance(answer, dict) else None
+    return [clean(str(item)) for item in found[:keep]] if isinstance(found, list) else []
 
 
 def _series_of(result: list[Any], kind: str) -> tuple[list[Series], int]:

@@ -33,6 +33,8 @@ SERIES_BUDGET_BYTES = 7000
 """What the series may take of the default 8 KiB projection (the envelope and the window take the rest)."""
 DEFAULT_ITEM_CHARS = 500
 MAX_FACT_SERIES = 3
+MAX_WARNINGS = 10  # Prometheus' warnings and infos shown in the projection (5 of each are kept)
+WARNING_CHARS = 300
 _VALUE = FieldQuantity(FieldKind.GUESS, unit_field="unit")
 _TIME = FieldQuantity(FieldKind.TIMESTAMP)
 QUANTITIES = QuantityKinds(MappingProxyType({
@@ -56,6 +58,8 @@ class MetricsProjection(ProjectionBase):
     window_start: str | None = Field(default=None, description="Effective start of the window (ISO-8601).")
     window_end: str | None = Field(default=None, description="Effective end of the window (ISO-8601).")
     step_s: float | None = Field(default=None, description="Seconds between points (absent for an instant query).")
+    warnings: list[str] = Field(default_factory=list, description=(
+        "Prometheus' warnings and infos about this answer (a partial response may miss series); absent when none."))
     series: list[dict[str, Any]] = Field(default_factory=list, description=(
         "Per series: metric, labels, unit, kind (gauge, counter, rate per second, increase, count), first/last/min/"
         "max as {t, v}, mean, points_total and downsampled points [[t, v], ...]."))
@@ -85,6 +89,9 @@ class MetricsSpec(ToolSpec):
         out: dict[str, Any] = {"window_start": args.get("start"), "window_end": args.get("end")}
         if raw is not None and not args.get("instant"):
             out["step_s"] = args.get("step")
+        found = raw.notes.get("backend_warnings") if raw is not None else None
+        if isinstance(found, list) and found:
+            out["warnings"] = [clean.text(w, WARNING_CHARS) for w in found[:MAX_WARNINGS]]
         return out
 
     def project_items(self, raw: RawResult, limit: int, clean: Cleaner) -> list[Any]:
