@@ -48,6 +48,16 @@ class ServerError(Exception):
         self.message = message
 
 
+class InvalidResult(Exception):
+    """The server answered tools/call, but the SDK refused the result against the tool's own output schema
+    (structured content missing or not conforming): that call is not evidence; the connection is fine."""
+
+
+# The SDK's ClientSession.validate_tool_result raises a bare RuntimeError with these words (mcp 2.x).
+_SCHEMA_REFUSALS = ("has an output schema but did not return structured content",
+                    "Invalid structured content returned by tool", "Invalid schema for tool")
+
+
 @dataclass(frozen=True)
 class ListedTool:
     """A tool as the server lists it."""
@@ -301,6 +311,8 @@ class Connection:
                 self._break("the server closed the connection")
                 raise ServerUnavailable(self.broken_reason) from None
             raise ServerError(exc.code, exc.message) from None
+        if isinstance(exc, RuntimeError) and any(words in str(exc) for words in _SCHEMA_REFUSALS):
+            raise InvalidResult(str(exc)) from None  # refused after a whole answer: the connection still works
         if exc is not None:
             self._break(_reason(exc))
             raise ServerUnavailable(_reason(exc)) from None

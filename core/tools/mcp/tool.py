@@ -13,7 +13,7 @@ from core.evidence.redaction import Redactor
 from core.tools.contract import InvalidArguments
 from core.tools.mcp.content import blocks_of, bounded, is_empty, json_size
 from core.tools.mcp.manager import McpManager
-from core.tools.mcp.sdk import CallResult, ServerError, ServerUnavailable
+from core.tools.mcp.sdk import CallResult, InvalidResult, ServerError, ServerUnavailable
 from core.tools.mcp.selection import OfferedTool
 
 _MAX_MESSAGE_CHARS = 400
@@ -80,6 +80,10 @@ class McpTool:
                                          "it is restarted for the next call.") from None
         except ServerUnavailable as exc:
             raise ToolFailure("SERVER_UNAVAILABLE", f"The {server} MCP server is unavailable: {exc}") from None
+        except InvalidResult as exc:
+            message = self._redactor.redact(str(exc)[:_MAX_MESSAGE_CHARS])
+            raise ToolFailure("MCP_TOOL_ERROR", f"The {self.offered.tool} tool's answer does not match its own "
+                                                f"output schema, so it is not evidence: {message}") from None
         except ServerError as exc:
             message = self._redactor.redact(exc.message[:_MAX_MESSAGE_CHARS])
             raise ToolFailure("MCP_ERROR", f"The {server} MCP server refused the call (JSON-RPC {exc.code}): {message}") from None
