@@ -469,7 +469,8 @@ async def measure_queue(delay_s: float, counts: list[int], workers: int, redis_u
     plural = "es" if workers > 1 else ""
     print(f"\n-- queued turns: {workers} worker process{plural} (DIAG_WORKER_CONCURRENCY={concurrency} each), Redis "
           f"Streams queue ({'private redis-server' if private else redis_url}), in-process model and Slack stub, "
-          f"{stores} runs/timeline/audit; load average {os.getloadavg()[0]:.2f} (2 cores, shared)")
+          f"{stores} runs/timeline/audit, first look {os.environ.get('DIAG_FIRST_LOOK', 'on')}; load average "
+          f"{os.getloadavg()[0]:.2f} (2 cores, shared)")
     result: dict[str, Any] = {"workers": workers, "batches": {}}
     try:
         await queued_batch(redis, queue, prefix, 1, f"w{workers}warm")
@@ -560,14 +561,16 @@ def side_by_side(trees: list[Path], args: argparse.Namespace) -> None:
                       f"{os.getloadavg()[0]:.2f} (2 cores, shared)", flush=True)
                 command = [str(tree / ".venv/bin/python"), __file__, "--model", "none", "--queue-workers",
                            args.queue_workers, "--counts", args.counts, "--delay", str(args.delay), "--stores",
-                           args.stores, "--account-runs", str(args.account_runs), "--json-out", out.name]
+                           args.stores, "--account-runs", str(args.account_runs), "--first-look", args.first_look,
+                           "--json-out", out.name]
                 env = {**os.environ, "BENCH_SRC": str(tree), "BENCH_PY_SPY": cost_account.py_spy() or ""}
                 subprocess.run(command, env=env, check=True)
                 runs[tree].append(row_figures(json.loads(Path(out.name).read_text())[-1]))
     this, other = trees
     names = list(dict.fromkeys(key for tree in trees for run in runs[tree] for key in run))
     print(f"\n== per-run cost account, {tree_name(this)} against {tree_name(other)} ({args.rounds} rounds A B A B, "
-          f"{args.queue_workers.split(',')[-1]} worker processes, load average {os.getloadavg()[0]:.2f}, 2 cores)")
+          f"{args.queue_workers.split(',')[-1]} worker processes, {args.stores} stores, first look {args.first_look}, "
+          f"load average {os.getloadavg()[0]:.2f}, 2 cores)")
     print(f"{'figure':48} {tree_name(this):>10} {tree_name(other):>10} {'ratio':>6}  runs (A | B)")
     for name in names:
         a = [run.get(name, 0.0) for run in runs[this]]
@@ -597,6 +600,9 @@ def main() -> None:
                         help="another checkout with its own .venv (e.g. the previous main): the queued measurement "
                              "and the cost account run on both, A B A B, and print side by side")
     parser.add_argument("--rounds", type=int, default=2, help="A B rounds with --against")
+    parser.add_argument("--first-look", choices=["on", "off"], default="on",
+                        help="DIAG_FIRST_LOOK for the runs (off: the same tool calls as trees before the first look, "
+                             "for a like-for-like --against)")
     parser.add_argument("--shared-redis", action="store_true",
                         help="queue on REDIS_URL instead of a private redis-server (no server-side figures)")
     parser.add_argument("--json-out", type=Path, default=None, help=argparse.SUPPRESS)
@@ -606,6 +612,8 @@ def main() -> None:
     parser.add_argument("--redis-prefix", default="", help=argparse.SUPPRESS)
     parser.add_argument("--redis-url", default=REDIS_URL, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.first_look == "off":
+        os.environ["DIAG_FIRST_LOOK"] = "false"  # the worker processes inherit it; older trees ignore it
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # clean-up (worker processes, private redis) runs
     if args.serve_model:
         asyncio.run(serve_model(args.delay))
