@@ -76,6 +76,7 @@ from core.stores.memory import InMemoryAuditStore, InMemoryRunStore, InMemoryTim
 from testkit.openai_server import FakeOpenAIServer
 
 SRC = Path(sys.path[0]).resolve()
+HERE = Path(__file__).resolve().parent.parent  # this bench's own tree (its doubles)
 MODEL_CALLS_PER_RUN = 4
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 RSS_GOAL_MB = 300
@@ -447,7 +448,7 @@ async def account(pool: Workers, redis: aioredis.Redis, queue: RedisJobQueue, pr
         return {}
     figures = await run_batch(pool, redis, queue, prefix, count, "acct", private)
     raw = sampler.stop()
-    found = cost_account.attribute(raw, (str(SRC),))
+    found = cost_account.attribute(raw, (str(SRC), str(HERE)))  # the measured tree and this bench
     if not found.total:
         print("\n   CPU by stage: skipped (py-spy took no samples: ptrace not allowed?)")
         return {}
