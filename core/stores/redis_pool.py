@@ -6,8 +6,9 @@ here. Per command, redis-py's blocking pool enters an asyncio.Condition and a ti
 and both await observability recorders and an event dispatch on every get and release; the connection sends every
 command through asyncio.wait_for, a new Task each, even when the socket takes the bytes at once.
 
-- BoundedPool: at most `max_connections` connections, and a caller beyond them waits for a free one up to `timeout`
-  (then redis ConnectionError, as BlockingConnectionPool raises) instead of MaxConnectionsError at once. A semaphore
+- BoundedPool: at most `max_connections` connections, and a caller beyond them waits for a free one while the pool
+  makes progress, failing (redis ConnectionError, as BlockingConnectionPool raises) once no connection was opened or
+  given back for `timeout`, instead of MaxConnectionsError at once. A semaphore
   does the waiting; a free slot is taken without suspending. The pool's own lists are touched only between awaits,
   which asyncio's single thread makes atomic (redis-py's base pool skips its lock the same way outside
   maintenance mode, which this client never enables).
@@ -60,6 +61,9 @@ class LeanConnection(aioredis.Connection):
             raise
 
 
+MAX_WAITS = 15  # with the client's 2 s: a caller waits at most 30 s for a connection, however busy the pool
+
+
 class BoundedPool(aioredis.ConnectionPool):
     """At most `max_connections`; beyond them callers wait up to `timeout` seconds for a free one."""
 
@@ -67,6 +71,8 @@ class BoundedPool(aioredis.ConnectionPool):
         super().__init__(**kwargs)
         self._slots = asyncio.Semaphore(self.max_connections)
         self._wait_s = timeout
+        self._progress = 0  # connections opened or given back: a waiter fails only when none was for `timeout`
+        self._opening = 0  # connections being opened now (their handshakes are progress too)
 
     async def get_connection(self, *_: Any, **__: Any) -> AbstractConnection:
         await self._take_slot()
@@ -75,22 +81,34 @@ class BoundedPool(aioredis.ConnectionPool):
         except BaseException:
             self._slots.release()
             raise
+        self._opening += 1
         try:
             await self.ensure_connection(connection)
         except BaseException:
             await self.release(connection)
             raise
+        finally:
+            self._opening -= 1
+        self._progress += 1
         return connection
 
     async def _take_slot(self) -> None:
+        """A free slot at once; else wait while the pool makes progress (a burst opening hundreds of connections on a
+        loaded machine takes longer than `timeout`), and fail once, for a whole `timeout`, no connection was being opened
+        and none was opened or given back (every holder is stuck), or after MAX_WAITS of them."""
         if not self._slots.locked():
             await self._slots.acquire()  # a free slot: no suspension, no timer
             return
-        try:
-            async with asyncio.timeout(self._wait_s):
-                await self._slots.acquire()
-        except TimeoutError as exc:
-            raise RedisConnectionError("No connection available.") from exc
+        for _ in range(MAX_WAITS):
+            progress = self._progress
+            try:
+                async with asyncio.timeout(self._wait_s):
+                    await self._slots.acquire()
+                return
+            except TimeoutError as exc:
+                if self._progress == progress and not self._opening:
+                    raise RedisConnectionError("No connection available.") from exc
+        raise RedisConnectionError("No connection available.")
 
     async def release(self, connection: AbstractConnection) -> None:
         if connection not in self._in_use_connections:
@@ -101,4 +119,5 @@ class BoundedPool(aioredis.ConnectionPool):
                 await connection.disconnect()
         finally:
             self._available_connections.append(connection)
+            self._progress += 1
             self._slots.release()
