@@ -174,8 +174,10 @@ class ToolSpec:
 
     def leaves(self, projection: Mapping[str, Any]) -> Iterator[Leaf]:
         """Every scalar the listed items show (nested objects and lists are walked)."""
+        found: list[Leaf] = []
         for i, item in enumerate(self.shown_items(projection)):
-            yield from _walk(i, "", item)
+            _walk(i, "", "", item, found)
+        return iter(found)
 
     # words
     def subject(self, arguments: Mapping[str, Any], projection: Mapping[str, Any] | None) -> str:
@@ -223,16 +225,20 @@ class ToolSpec:
         return None
 
 
-def _walk(item: int, path: str, value: Any) -> Iterator[Leaf]:
+def _walk(item: int, path: str, key: str, value: Any, found: list[Leaf]) -> None:
+    """Append the scalars under `value`; `key` is the last path segment that is not a list index (what types a
+    leaf). A list building recursion, not nested generators: the guard walks every item of a cited call."""
     if isinstance(value, Mapping):
-        for key, inner in value.items():
-            yield from _walk(item, f"{path}.{key}" if path else str(key), inner)
+        for name, inner in value.items():
+            part = str(name)
+            inner_key = key if part.isdigit() else part if "." not in part else \
+                next((p for p in reversed(part.split(".")) if not p.isdigit()), key)
+            _walk(item, f"{path}.{part}" if path else part, inner_key, inner, found)
     elif isinstance(value, list):
         for index, inner in enumerate(value):
-            yield from _walk(item, f"{path}.{index}" if path else str(index), inner)
+            _walk(item, f"{path}.{index}" if path else str(index), key, inner, found)
     else:
-        key = next((p for p in reversed(path.split(".")) if not p.isdigit()), "")
-        yield Leaf(item, path, key, value)
+        found.append(Leaf(item, path, key, value))
 
 
 def _clean_json(value: Any, clean: Cleaner, depth: int = 0) -> Any:

@@ -4,9 +4,11 @@ what."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any
 
@@ -60,11 +62,33 @@ class QuantityKinds:
     def of(self, path: str) -> FieldQuantity:
         """The declared kind of the field at `path` (numeric segments match `*`)."""
         found = self.fields.get(path)
-        if found is None and any(part.isdigit() for part in path.split(".")):
-            parts = path.split(".")
-            found = next((kind for pattern, kind in self.fields.items() if _path_matches(pattern.split("."), parts)),
-                         None)
+        if found is None and self._wildcards is not None:
+            if path.isascii() and "*" not in path:
+                match = self._wildcards.fullmatch(path)
+                found = self.fields[self._wildcard_names[int(match.lastgroup[1:])]] \
+                    if match is not None and match.lastgroup is not None else None
+            elif any(part.isdigit() for part in path.split(".")):  # other digits, a literal `*`: the plain scan
+                parts = path.split(".")
+                found = next((self.fields[name] for name in self._wildcard_names
+                              if _path_matches(name.split("."), parts)), None)
         return found or self.default
+
+    @cached_property
+    def _wildcard_names(self) -> tuple[str, ...]:
+        """The paths with a `*` segment, in declaration order (a path without one matches only itself)."""
+        return tuple(name for name in self.fields if "*" in name.split("."))
+
+    @cached_property
+    def _wildcards(self) -> re.Pattern[str] | None:
+        """The `*` paths as one alternation in declaration order, so the first that matches wins as in a scan
+        (`*` is ASCII digits here; `of` scans the rare path with other digits). Compiled once per QuantityKinds."""
+        if not self._wildcard_names:
+            return None
+        return re.compile("|".join(f"(?P<p{i}>{_path_pattern(name)})" for i, name in enumerate(self._wildcard_names)))
+
+
+def _path_pattern(pattern: str) -> str:
+    return r"\.".join("[0-9]+" if part == "*" else re.escape(part) for part in pattern.split("."))
 
 
 def _path_matches(pattern: list[str], parts: list[str]) -> bool:
