@@ -98,6 +98,9 @@ class CallEvidence:
         self._leaves: dict[int, tuple[Shown, ...]] = {}
         self._index: tuple[Shown, ...] | None = None
         self._head: tuple[Shown, ...] | None = None
+        self._head_seen: list[Shown] = []
+        """The head as far as a search has read it (`_head_rest` yields the rest, in the same order)."""
+        self._head_rest: Iterator[Shown] | None = None
         self._points: tuple[Shown, ...] | None = None
         self._extra: tuple[Shown, ...] | None = None
         self._query: tuple[Shown, ...] | None = None
@@ -189,7 +192,7 @@ class CallEvidence:
     def search_index(self, accept: Accept) -> Shown | None:
         """A result quantity of the full index accepted by `accept` (a series' points are indexed only when its
         summary and everything else did not answer)."""
-        found = next((s for s in self.head() if accept(s)), None)
+        found = self._first_in_head(accept)
         if found is None and self.has_series:
             found = next((s for s in self.points() if accept(s)), None)
         return found
@@ -255,8 +258,32 @@ class CallEvidence:
     def head(self) -> tuple[Shown, ...]:
         """The index without metric series' points (count, items, series labels and summaries)."""
         if self._head is None:
-            self._head = tuple(self._walk())
+            self._head = (*self._head_seen, *self._rest_of_head())
+            self._head_seen, self._head_rest = [], None
         return self._head
+
+    def _rest_of_head(self) -> Iterator[Shown]:
+        if self._head_rest is None:
+            self._head_rest = self._walk()
+        return self._head_rest
+
+    def _first_in_head(self, accept: Accept) -> Shown | None:
+        """The first head quantity accepted, reading the head only as far as needed (the rest is built when a later
+        search goes past it): the same answer as scanning the whole head, without typing every point of a series
+        whose summary already answered."""
+        if self._head is not None:
+            return next((s for s in self._head if accept(s)), None)
+        found = next((s for s in self._head_seen if accept(s)), None)
+        if found is not None:
+            return found
+        seen = self._head_seen
+        for shown in self._rest_of_head():
+            seen.append(shown)
+            if accept(shown):
+                return shown
+        self._head = tuple(seen)
+        self._head_seen, self._head_rest = [], None
+        return None
 
     def points(self) -> tuple[Shown, ...]:
         """The quantities of metric series' points (values and times)."""
