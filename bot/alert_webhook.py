@@ -4,7 +4,8 @@ Off (404) unless DIAG_ALERT_WEBHOOK_TOKEN is set. The request must carry the tok
 (`http_config.authorization`) or as the basic-auth password (`http_config.basic_auth`), compared in constant time;
 anything else is 401 before a byte of the body is read. The body is read bounded (413 past 1 MiB, from
 Content-Length when sent, else while reading) and only then parsed: payload version 4 validated with pydantic
-(core/alerts/alertmanager.py), 400 naming the fields otherwise (never their values). A valid notification is
+(core/alerts/alertmanager.py), 400 naming the fields otherwise (never their values); 422 when the group has no
+channel to be posted in (no DIAG_ALERT_CHANNEL and no allowed `diag_channel` label). A valid notification is
 acknowledged at once (202); opening the group, the root message and the turn run after the ack.
 """
 
@@ -105,6 +106,11 @@ class AlertWebhook:
             group = AlertGroup.model_validate_json(body)
         except ValidationError as exc:
             return self._refuse(400, f"not an Alertmanager webhook payload (version 4): {problems(exc)}")
+        if self._intake.policy.alert_channel(group.common_labels) is None:
+            # Refused before the ack, not dropped after a 202: Alertmanager then counts a failed notification
+            # (alertmanager_notifications_failed_total, its log names our reason) instead of a silent success.
+            return self._refuse(422, "no channel to post this group in: set DIAG_ALERT_CHANNEL, or a diag_channel "
+                                     "label naming a channel listed in DIAG_ALLOWED_CHANNELS")
         self._spawn(self._intake.alertmanager(group), f"alert:{group.group_key[:40]}")
         return web.json_response({"status": "accepted", "alerts": len(group.alerts)}, status=202)
 

@@ -252,6 +252,20 @@ async def test_the_webhook_is_404_while_its_token_is_unset(fake_slack: FakeSlack
         await server.close()
 
 
+@pytest.mark.alert_settings(diag_alert_channel=None, diag_allowed_channels="C1,C2")
+async def test_a_group_with_no_channel_to_post_in_is_refused_not_acknowledged(alerting: Alerting) -> None:
+    """With the token set but no DIAG_ALERT_CHANNEL, a group without an allowed diag_channel label is 422 before
+    the ack (Alertmanager counts the failure), not a 202 for an alert posted nowhere; one with the label opens."""
+    status, body = await alerting.post(group(alert(), key="nowhere"))
+    assert status == 422, body
+    assert "DIAG_ALERT_CHANNEL" in body
+    status, body = await alerting.post(group(alert(extra_labels={"diag_channel": "C2"}), key="c2"))
+    assert status == 202, body
+    await until(lambda: len(alerting.turns) == 1, 10, message="the labelled group's investigation")
+    assert alerting.turns[0].session.channel == "C2"
+    assert counted(alerting.replicas, "refused") == 1
+
+
 @pytest.mark.alert_settings(diag_alert_max_per_hour=2)
 async def test_past_the_hourly_limit_alerts_are_counted_in_one_notice(alerting: Alerting) -> None:
     for i in range(5):
