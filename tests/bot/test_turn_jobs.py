@@ -26,6 +26,7 @@ from core.turns.recovery import TurnRecovery
 from tests.bot.conftest import FAST_DELIVERY
 from tests.bot.fake_chat import FakeChat
 from tests.fakes.slack_server import FakeSlack
+from tests.waiting import until
 
 
 class OrderedChat(FakeChat):
@@ -59,6 +60,10 @@ class Replicas:
         async with asyncio.timeout(timeout_s):
             while not check():  # noqa: ASYNC110 - the fake Slack has no event per edit
                 await asyncio.sleep(0.02)
+
+
+async def _depth_is_zero(queue: RedisJobQueue) -> bool:
+    return (await queue.depth()).jobs == 0
 
 
 def session(thread_ts: str) -> SessionKey:
@@ -216,7 +221,8 @@ async def test_a_turn_whose_process_died_on_every_try_is_answered_failure_not_tr
         assert "3 times" in final["text"]
         assert final["metadata"]["event_payload"]["outcome"] == "FAILURE"
         assert replicas.chat_b.turns == []  # not tried a fourth time
-        assert (await queue.depth()).jobs == 0
+        # The job is finished just after its final is posted: wait on that, not on the order of the two.
+        await until(lambda: _depth_is_zero(queue), 5, message="the job to leave the queue")
     finally:
         await restarted.aclose(timeout_s=2)
 
@@ -267,4 +273,4 @@ async def test_a_poison_entry_is_answered_in_its_thread_and_the_next_turn_of_tha
     assert "xxxx" not in str(refused)
     assert [t.message_ts for t in replicas.chat_a.turns + replicas.chat_b.turns] == ["97.2"]  # the next turn ran
     assert await redis_client.xlen(queue.dead_letters) == 2
-    assert (await queue.depth()).jobs == 0
+    await until(lambda: _depth_is_zero(queue), 5, message="the jobs to leave the queue")
