@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Mapping
-from typing import Any, Generic, TypeVar
+from datetime import UTC, datetime
+from typing import Any, Generic, Self, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from core.contracts.evidence import RawResult
 from core.tools.contract import ArgsT, InvalidArguments, NativeTool, Tool, ToolEnv
@@ -29,6 +30,25 @@ class ToolArgs(BaseModel):
             fields = cls.model_fields
             return {k: v for k, v in data.items() if not (v is None and k in fields and fields[k].default is not None)}
         return data
+
+
+class WindowArgs(ToolArgs):
+    """ToolArgs of a tool that reads a `start`/`end` window (its model declares the two fields, so each tool keeps
+    its own schema order and wording): a time without an offset is UTC, and start must be before end."""
+
+    @field_validator("start", "end", check_fields=False)
+    @classmethod
+    def _assume_utc(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            return value.replace(tzinfo=UTC)
+        return value
+
+    @model_validator(mode="after")
+    def _start_before_end(self) -> Self:
+        start, end = getattr(self, "start", None), getattr(self, "end", None)
+        if start is not None and end is not None and start >= end:
+            raise ValueError("start must be before end")
+        return self
 
 
 def validation_message(tool: str, exc: ValidationError) -> str:

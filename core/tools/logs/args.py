@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
-from core.tools.native import ToolArgs
+from core.tools.native import WindowArgs
 
 DEFAULT_LOG_WINDOW = timedelta(minutes=60)
 LogLevel = Literal["ERROR", "WARN", "INFO", "DEBUG"]
@@ -18,7 +18,7 @@ NAME: Final = "query_logs"
 """The tool's name: part of the product's interface (SPEC §3), in prompts, transcripts and tests."""
 
 
-class LogsArgs(ToolArgs):
+class LogsArgs(WindowArgs):
     """Arguments of query_logs: matching lines of one service in a time window."""
 
     service: str = Field(min_length=1, max_length=200, description="Exact service name (case-insensitive), e.g. 'order-service'.")
@@ -44,19 +44,6 @@ class LogsArgs(ToolArgs):
             upper = value.strip().upper()
             return _LEVEL_ALIASES.get(upper, upper)
         return value
-
-    @field_validator("start", "end")
-    @classmethod
-    def _assume_utc(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
-
-    @model_validator(mode="after")
-    def _start_before_end(self) -> LogsArgs:
-        if self.start is not None and self.end is not None and self.start >= self.end:
-            raise ValueError("start must be before end")
-        return self
 
     def window(self, now: datetime) -> tuple[datetime, datetime]:
         """The effective [start, end] window: missing end is `now`, missing start is 60 minutes before end."""

@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Field, model_validator
+
+from core.tools.native import WindowArgs
 
 DEFAULT_WINDOW = timedelta(minutes=60)
 MAX_RANGE = timedelta(days=31)
@@ -19,10 +21,8 @@ DEFAULT_POINTS = 240
 NICE_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
 
 
-class MetricsArgs(BaseModel):
+class MetricsArgs(WindowArgs):
     """Arguments of query_metrics: one PromQL expression over a window (range) or at its end (instant)."""
-
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
 
     query: str = Field(
         min_length=1, max_length=4000,
@@ -48,19 +48,6 @@ class MetricsArgs(BaseModel):
         if isinstance(data, dict):
             return {k: v for k, v in data.items() if v is not None}
         return data
-
-    @field_validator("start", "end")
-    @classmethod
-    def _assume_utc(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
-            return value.replace(tzinfo=UTC)
-        return value
-
-    @model_validator(mode="after")
-    def _start_before_end(self) -> MetricsArgs:
-        if self.start is not None and self.end is not None and self.start >= self.end:
-            raise ValueError("start must be before end")
-        return self
 
 
 @dataclass(frozen=True)
