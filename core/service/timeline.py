@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Any
 
 from core.contracts.run import EventType, TimelineEvent
-from core.evidence.redaction import redact
+from core.evidence.redaction import Redactor
 from core.ports import TimelineStore
 
 logger = logging.getLogger(__name__)
@@ -29,8 +29,12 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+_REDACTOR = Redactor()
+"""One memo for every timeline of the process: summaries repeat the same tool names, statuses and subjects."""
+
+
 def _text(value: str) -> str:
-    text = redact(value[: MAX_STRING_CHARS * 4])
+    text = _REDACTOR.redact(value[: MAX_STRING_CHARS * 4])
     if len(text) > MAX_STRING_CHARS:
         text = text[: MAX_STRING_CHARS - len(_MARKER)] + _MARKER
     return text

@@ -8,7 +8,8 @@ import string
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from core.evidence.redaction import Redactor, redact
+from core.evidence.redaction import DEFAULT_RULES, Redactor, redact
+from core.evidence.secrets.ruleset import SecretRule
 
 # REDACTION_FUZZ_EXAMPLES=2000 for a long campaign; CI runs the default.
 _FAST = settings(max_examples=int(os.environ.get("REDACTION_FUZZ_EXAMPLES", "60")), deadline=None,
@@ -88,3 +89,26 @@ def test_memo_gives_what_the_plain_function_gives(texts: list[str]) -> None:
     redactor = Redactor(memo_entries=4)
     for text in texts + texts:
         assert redactor.redact(text) == redact(text)
+
+
+_RULE_ALPHABET = st.sampled_from([*"aAzZ09+/=_-.: \n\t", "MII", "token", "pass", "key", "xoxb-", "ghp_", "é"])
+
+
+def _every_candidate(lowered: bytes) -> list[SecretRule]:
+    """The rules the keyword prefilter selects, plus every keyword-free rule (what rules_for picked before it left
+    out the rules a short text cannot hold)."""
+    indexes = set(DEFAULT_RULES.always)
+    for found in DEFAULT_RULES._prefilter.Match(lowered) or ():
+        indexes.update(DEFAULT_RULES.keyword_rules[DEFAULT_RULES.keywords[found]])
+    return [DEFAULT_RULES.rules[i] for i in sorted(indexes)]
+
+
+@_FAST
+@given(st.lists(_RULE_ALPHABET, max_size=40).map("".join))
+def test_rule_selection_leaves_out_only_rules_that_cannot_match(text: str) -> None:
+    """rules_for may skip a candidate rule only when the rule finds nothing in the text (a text too short for it)."""
+    data = text.encode()
+    chosen = DEFAULT_RULES.rules_for(data.lower())
+    skipped = [rule for rule in _every_candidate(data.lower()) if rule not in chosen]
+    assert all(rule.find(data, 0)[0][0] < 0 for rule in skipped), [r.id for r in skipped]
+    assert set(chosen) <= set(_every_candidate(data.lower()))

@@ -120,3 +120,18 @@ def test_a_rules_file_can_be_loaded_again() -> None:
     """Loading is a pure function of the files (a fresh set equals the shipped one in content)."""
     fresh = load_ruleset()
     assert [r.id for r in fresh.rules] == [r.id for r in DEFAULT_RULES.rules]
+
+
+def test_keyword_free_rules_know_their_shortest_match() -> None:
+    """The rules that run on every text say how short a text they can match: rules_for leaves them out of shorter
+    texts (most timeline and subject strings). A pattern Python's parser reads differently from RE2 gets no bound."""
+    from core.evidence.redaction import DEFAULT_RULES
+    from core.evidence.secrets.ruleset import min_match_bytes
+
+    bounds = {DEFAULT_RULES.rules[i].id: DEFAULT_RULES.rules[i].min_bytes for i in DEFAULT_RULES.always}
+    assert bounds == {"pem-body-line": 43, "high-entropy-token": 32}
+    assert min_match_bytes(r"[[:alpha:]]{40}") == 0  # a POSIX class: Python warns, so no bound
+    assert min_match_bytes(r"\pL{40}") == 0
+    assert min_match_bytes(r"a{3}b?") == 3
+    assert DEFAULT_RULES.rules_for(b"a" * 31) == []
+    assert [r.id for r in DEFAULT_RULES.rules_for(b"a" * 32)] == ["high-entropy-token"]

@@ -12,9 +12,11 @@ compiles every one, so a shipped rule RE2 refuses cannot reach production.
 
 from __future__ import annotations
 
+import re._parser as sre_parse
 import tomllib
+import warnings
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from importlib import resources
 from types import MappingProxyType
@@ -125,6 +127,8 @@ class SecretRule:
     """This rule's allowlists, and for gitleaks' rules its global ones (placeholder values of source code)."""
     words_only: bool = False
     """The allowlist of separated identifiers (core/evidence/identifiers.py) applies to this rule's findings."""
+    min_bytes: int = 0
+    """No text shorter than this (in UTF-8 bytes) can hold a match (0: not known)."""
 
     @cached_property
     def regex(self) -> Regex:
@@ -155,6 +159,12 @@ class SecretRuleSet:
     """Keyword (lower case) -> indexes of the rules it triggers."""
     skipped: tuple[str, ...]
     """Ids of rules not loaded (path-only or disabled), with the reason."""
+    _selected: dict[tuple[bool, tuple[int, ...]], list[SecretRule]] = field(default_factory=dict, compare=False,
+                                                                           repr=False)
+
+    @cached_property
+    def _always_min_bytes(self) -> int:
+        return min((self.rules[i].min_bytes for i in self.always), default=0)
 
     @cached_property
     def _prefilter(self) -> Any:
@@ -167,10 +177,37 @@ class SecretRuleSet:
     def rules_for(self, lowered: str | bytes) -> list[SecretRule]:
         """The rules whose keywords occur in the lower-cased text (plus those that always run), in file order."""
         data = lowered.encode("utf-8", "surrogatepass") if isinstance(lowered, str) else lowered
-        indexes = set(self.always)
-        for found in self._prefilter.Match(data) or ():
-            indexes.update(self.keyword_rules[self.keywords[found]])
-        return [self.rules[i] for i in sorted(indexes)]
+        found = self._prefilter.Match(data)
+        size = len(data)
+        if not found and size < self._always_min_bytes:
+            return []  # no keyword, and too short for any rule that runs without one (most short texts)
+        key = (size < self._always_min_bytes, tuple(found) if found else ())
+        selected = self._selected.get(key)
+        if selected is None:
+            indexes = {i for i in self.always if size >= self.rules[i].min_bytes}
+            for word in key[1]:
+                indexes.update(self.keyword_rules[self.keywords[word]])
+            selected = [self.rules[i] for i in sorted(indexes)]
+            if len(self._selected) >= _SELECTED_ENTRIES:
+                self._selected.clear()  # atomic: projection threads and the loop share the rule set
+            self._selected[key] = selected
+        return list(selected)
+
+
+_SELECTED_ENTRIES = 1024
+
+
+def min_match_bytes(pattern: str) -> int:
+    """A lower bound of the UTF-8 length of any match of the pattern: the shortest match in characters by Python's
+    own regex parser (a character is at least a byte), or 0 when that parser reads the pattern differently from RE2
+    or not at all (it refuses or warns about syntax RE2 has and it lacks: POSIX classes, \\pN, \\z...)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            low, _ = sre_parse.parse(pattern).getwidth()
+    except Exception:  # any refusal means "not known"
+        return 0
+    return max(0, int(low))
 
 
 def _set_options() -> Any:
@@ -209,6 +246,7 @@ def _rule(raw: Mapping[str, Any], gitleaks: bool, token_end: str | None, shared:
         keywords=tuple(str(k).lower() for k in raw.get("keywords", [])),
         allowlists=tuple(a for a in allowlists if a is not None),
         words_only=bool(raw.get("identifiers", False)) or str(raw["id"]) in identifier_rules,
+        min_bytes=0 if raw.get("keywords") else min_match_bytes(pattern),
     )
 
 
