@@ -57,7 +57,7 @@ async def test_the_boundary_serves_query_metrics_and_the_guard_checks_it(service
 
 
 @pytest.mark.parametrize(("arguments", "code"), [
-    ({"query": "rate(http_server_requests_total[5m])"}, "METRICS_NEEDS_PROMETHEUS"),
+    ({"query": "histogram_quantile(0.9, rate(http_server_requests_seconds_bucket[5m]))"}, "METRICS_NEEDS_PROMETHEUS"),
     ({"query": '{service=~".+"}'}, "METRICS_MATCHES_EVERYTHING"),
     ({"query": "sum("}, "METRICS_BAD_QUERY"),
     ({"query": "up", "start": "2016-11-29T00:00:00Z"}, "INVALID_ARGUMENTS"),
@@ -99,7 +99,7 @@ async def test_fallback_facts_speak_plain_words(services: Services) -> None:
     ctx = _ctx(services, "run-m4")
     await services.boundary.invoke(ctx, "call_err", "query_metrics",
                                    {"query": 'http_server_requests_error_ratio{service="checkout-api"}'})
-    await services.boundary.invoke(ctx, "call_bad", "query_metrics", {"query": "rate(x_total[5m])"})
+    await services.boundary.invoke(ctx, "call_bad", "query_metrics", {"query": "histogram_quantile(0.9, x_bucket)"})
     records = await services.canonical.list_run("run-m4")
     texts = [f.text for f in observed_facts(records, question="how bad are checkout-api's errors?")]
     assert ("The http server requests error ratio of checkout-api rose from 0 % at 22:30 to 57.1 % at 23:30, "

@@ -74,10 +74,13 @@ async def test_counters_are_counters(tmp_path: Path) -> None:
     assert raw.items[0]["kind"] == "counter"
 
 
-async def test_functions_need_prometheus(tmp_path: Path) -> None:
+@pytest.mark.parametrize("query", ["histogram_quantile(0.9, req_total)", "req_total @ 1795989600",
+                                   "req_total / on(service) group_left pool_usage_ratio", "sort(req_total)",
+                                   "count_values(\"v\", req_total)", "req_total % 2"])
+async def test_what_the_subset_lacks_needs_prometheus(tmp_path: Path, query: str) -> None:
     _write(tmp_path, "x.om", GAUGE)
     with pytest.raises(ToolFailure) as failed:
-        await _tool(tmp_path).run(MetricsArgs(query="rate(req_total[5m])"))
+        await _tool(tmp_path).run(MetricsArgs(query=query))
     assert failed.value.code == "METRICS_NEEDS_PROMETHEUS"
     assert "DIAG_PROMETHEUS_URL" in failed.value.message
 

@@ -1,9 +1,11 @@
-"""The embedded query_metrics backend: plain selectors over the OpenMetrics folder, evaluated as Prometheus would.
+"""The embedded query_metrics backend: PromQL over the OpenMetrics folder, evaluated as Prometheus would.
 
 A range query gives each selected series a value at start, start + step, ... end: the latest sample at or before
 that time and within the 5-minute lookback (Prometheus' default `--query.lookback-delta`); an instant query the same
-at `end`. So the same files give the same points here and in a Prometheus backfilled from them. Anything beyond one
-plain selector (functions, operators, offsets, `@`) needs PromQL evaluation: ERROR naming DIAG_PROMETHEUS_URL.
+at `end`. So the same files give the same points here and in a Prometheus backfilled from them. Beyond one plain
+selector, the PromQL subset of core/tools/metrics/engine.py (offsets, subqueries, rate and *_over_time, the common
+aggregations, arithmetic, comparisons, label_replace) is evaluated the same way at each step; what it lacks (`@`,
+group_left, other functions) is ERROR naming DIAG_PROMETHEUS_URL.
 """
 
 from __future__ import annotations
@@ -11,14 +13,17 @@ from __future__ import annotations
 import asyncio
 from bisect import bisect_right
 from pathlib import Path
+from typing import Any
 
 from core.errors import ToolFailure
 from core.tools.metrics.args import Window
 from core.tools.metrics.backend import MAX_SERIES_READ, Fetched
+from core.tools.metrics.engine import Unsupported, compile_query
+from core.tools.metrics.engine import evaluate as evaluate_query
 from core.tools.metrics.openmetrics import MetricsFolder, Snapshot, family_name
 from core.tools.metrics.promql import CheckedQuery, Selector
 from core.tools.metrics.series import Series
-from core.tools.metrics.units import SeriesUnit, metric_unit
+from core.tools.metrics.units import SeriesUnit, expression_unit, metric_unit
 
 LOOKBACK_S = 300.0
 
@@ -33,36 +38,61 @@ class EmbeddedMetrics:
 
     async def fetch(self, query: CheckedQuery, window: Window) -> Fetched:
         if query.plain is None:
-            raise ToolFailure(
-                "METRICS_NEEDS_PROMETHEUS",
-                "The embedded metrics backend answers plain selectors only (a metric name with label matchers, e.g. "
-                'hikaricp_connections_active{service="order-service"}); functions, operators, offsets and @ need '
-                "Prometheus: set DIAG_PROMETHEUS_URL.",
-            )
+            return await asyncio.to_thread(self._evaluate, query, window)
         return await asyncio.to_thread(self._fetch, query.plain, window)
 
     def _fetch(self, selector: Selector, window: Window) -> Fetched:
         snapshot = self.folder.snapshot()
-        selected = [s for s in snapshot.series if selector.matches(s.name, s.labels)]
-        if len(selected) > MAX_SERIES_READ:
-            raise ToolFailure("METRICS_TOO_MANY_SERIES",
-                              f"The selector matches {len(selected):,} series (at most {MAX_SERIES_READ:,}); add label "
-                              "matchers.")
         out: list[Series] = []
-        for series in selected:
+        for series in _selected(snapshot, selector):
             evaluated = evaluate(series, window)
             if len(evaluated):
                 out.append(evaluated)
-        units = [_unit(s, snapshot) for s in out]
-        notes = {"backend": "embedded", "files_read": snapshot.files, "samples_in_files": snapshot.samples}
-        if snapshot.unreadable:
-            notes["unreadable_files"] = snapshot.unreadable[:10]
-        if snapshot.untimed:
-            notes["samples_without_timestamp_skipped"] = snapshot.untimed
-        return Fetched(out, units, notes)
+        return Fetched(out, [_unit(s, snapshot) for s in out], _notes(snapshot))
+
+    def _evaluate(self, query: CheckedQuery, window: Window) -> Fetched:
+        snapshot = self.folder.snapshot()
+        try:
+            root = compile_query(query.expr, lambda selector: tuple(_selected(snapshot, selector)))
+        except Unsupported as exc:
+            raise ToolFailure(
+                "METRICS_NEEDS_PROMETHEUS",
+                f"The embedded metrics backend does not evaluate {exc} (it answers selectors, offsets, subqueries, "
+                "rate/increase/delta, *_over_time, abs/ln/clamp, label_replace, sum/avg/min/max/count/topk/bottomk, "
+                "arithmetic, comparisons and and/or/unless); set DIAG_PROMETHEUS_URL for the rest.",
+            ) from exc
+        steps = [window.end.timestamp()] if window.instant else [
+            window.start.timestamp() + k * window.step_s for k in range(window.points)]
+        out = [s for s in evaluate_query(root, steps) if len(s)]
+        if len(out) > MAX_SERIES_READ:
+            raise ToolFailure("METRICS_TOO_MANY_SERIES",
+                              f"The query returns more than {MAX_SERIES_READ:,} series; aggregate it or add label "
+                              "matchers.")
+        types = {name: (meta.type, meta.unit) for name, meta in snapshot.meta.items()}
+        unit = expression_unit(query.expr, types)
+        return Fetched(out, [unit] * len(out), _notes(snapshot))
 
     async def aclose(self) -> None:
         return None
+
+
+def _selected(snapshot: Snapshot, selector: Selector) -> list[Series]:
+    """The folder's series a selector picks (at most MAX_SERIES_READ)."""
+    selected = [s for s in snapshot.series if selector.matches(s.name, s.labels)]
+    if len(selected) > MAX_SERIES_READ:
+        raise ToolFailure("METRICS_TOO_MANY_SERIES",
+                          f"The selector {selector} matches {len(selected):,} series (at most {MAX_SERIES_READ:,}); "
+                          "add label matchers.")
+    return selected
+
+
+def _notes(snapshot: Snapshot) -> dict[str, Any]:
+    notes: dict[str, Any] = {"backend": "embedded", "files_read": snapshot.files, "samples_in_files": snapshot.samples}
+    if snapshot.unreadable:
+        notes["unreadable_files"] = snapshot.unreadable[:10]
+    if snapshot.untimed:
+        notes["samples_without_timestamp_skipped"] = snapshot.untimed
+    return notes
 
 
 def _unit(series: Series, snapshot: Snapshot) -> SeriesUnit:

@@ -135,8 +135,8 @@ class MetricsSpec(ToolSpec):
                    reason: str) -> StepHints:
         error = projection.get("error") if isinstance(projection.get("error"), Mapping) else {}
         if status is EvidenceStatus.ERROR and (error or {}).get("code") == "METRICS_NEEDS_PROMETHEUS":
-            return StepHints(("Point DIAG_PROMETHEUS_URL at Prometheus to evaluate PromQL functions and operators, "
-                              "or ask with a plain metric selector.",))
+            return StepHints(("Point DIAG_PROMETHEUS_URL at Prometheus to evaluate that PromQL, or ask within the "
+                              "embedded subset (selectors, rate, *_over_time, sum/max by, arithmetic).",))
         return super().next_steps(status, projection, arguments, reason)
 
     # views

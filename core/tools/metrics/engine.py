@@ -1,0 +1,504 @@
+"""The embedded backend's PromQL evaluation: a subset of PromQL over the folder's series, evaluated as Prometheus 2.x
+evaluates it (so a query answers the same here and in a Prometheus backfilled from the same files).
+
+The subset: selectors with `offset`, range selectors, subqueries (`[range:step] offset`), number literals, unary minus,
+the functions of FUNCTIONS (engine_functions.py), the aggregations sum / avg / min / max / count / topk / bottomk with
+`by` / `without`, arithmetic (+ - * /), comparisons (filtering or `bool`) and and / or / unless, vector to vector
+one-to-one (`on` / `ignoring`). Anything else (`@`, group_left, other functions) is Unsupported: the backend answers
+ERROR naming DIAG_PROMETHEUS_URL. Like Prometheus, a result that would hold two series with the same labels (a
+function dropped the metric names of two metrics) is an error, and evaluation stops past MAX_SAMPLES samples read.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import promql_parser as pp
+
+from core.errors import ToolFailure
+from core.tools.metrics.engine_functions import (
+    INSTANT_ARITY,
+    INSTANT_FUNCTIONS,
+    RANGE_FUNCTIONS,
+    label_replace,
+    range_value,
+    total,
+)
+from core.tools.metrics.promql import NAME, Selector, selector_of
+from core.tools.metrics.series import Series
+
+LOOKBACK_S = 300.0
+"""Prometheus' default `--query.lookback-delta`: a selector sees the latest sample at most this old."""
+MAX_SAMPLES = 2_000_000
+"""Samples one query may read (Prometheus' `--query.max-samples` is 50 M; the folder is small)."""
+DEFAULT_SUBQUERY_STEP_S = 60.0
+
+Labels = tuple[tuple[str, str], ...]
+"""Sorted (name, value) pairs, `__name__` among them while the metric name is kept."""
+Vector = dict[Labels, float]
+Matrix = dict[Labels, list[tuple[float, float]]]
+
+
+class Unsupported(ValueError):
+    """The expression uses PromQL the embedded backend does not evaluate (the message names it)."""
+
+
+def _labels(name: str, labels: dict[str, str]) -> Labels:
+    return tuple(sorted({**labels, NAME: name}.items()))
+
+
+def drop_name(labels: Labels) -> Labels:
+    return tuple(p for p in labels if p[0] != NAME)
+
+
+class Budget:
+    """Samples read so far; past MAX_SAMPLES the query fails like Prometheus' --query.max-samples."""
+
+    def __init__(self, limit: int | None = None) -> None:
+        self.limit = MAX_SAMPLES if limit is None else limit
+        self.used = 0
+
+    def spend(self, samples: int) -> None:
+        self.used += samples
+        if self.used > self.limit:
+            raise ToolFailure("METRICS_TOO_MANY_SAMPLES",
+                              f"The query reads more than {self.limit:,} samples in the embedded backend; narrow the "
+                              "window, the ranges or the selectors.")
+
+
+@dataclass(frozen=True, eq=False)
+class Node:
+    """A compiled expression node: evaluated at one time (seconds) into a vector, a matrix or a scalar."""
+
+    def instant(self, t: float, budget: Budget) -> Vector | float:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class Number(Node):
+    value: float
+
+    def instant(self, t: float, budget: Budget) -> Vector | float:
+        return self.value
+
+
+@dataclass(frozen=True, eq=False)
+class Select(Node):
+    """A vector selector: each series' latest sample at or before t - offset, within the lookback."""
+
+    series: tuple[Series, ...]
+    offset_s: float
+
+    def instant(self, t: float, budget: Budget) -> Vector | float:
+        at_t = t - self.offset_s
+        out: Vector = {}
+        for s in self.series:
+            i = bisect_right(s.times, at_t) - 1
+            if i >= 0 and at_t - s.times[i] <= LOOKBACK_S:
+                out[_labels(s.name, s.labels)] = s.values[i]
+        budget.spend(len(out))
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class RangeNode:
+    """A range selector or a subquery: each series' points in [t - offset - range, t - offset]."""
+
+    range_s: float
+    offset_s: float
+
+    def matrix(self, t: float, budget: Budget) -> Matrix:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class SelectRange(RangeNode):
+    series: tuple[Series, ...]
+
+    def matrix(self, t: float, budget: Budget) -> Matrix:
+        end = t - self.offset_s
+        out: Matrix = {}
+        for s in self.series:
+            lo, hi = bisect_left(s.times, end - self.range_s), bisect_right(s.times, end)
+            if hi > lo:
+                out[_labels(s.name, s.labels)] = list(zip(s.times[lo:hi], s.values[lo:hi], strict=True))
+                budget.spend(hi - lo)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Subquery(RangeNode):
+    inner: Node
+    step_s: float
+
+    def matrix(self, t: float, budget: Budget) -> Matrix:
+        end = t - self.offset_s
+        start = end - self.range_s
+        first = math.ceil(start / self.step_s - 1e-9) * self.step_s
+        out: Matrix = {}
+        k = 0
+        while first + k * self.step_s <= end + 1e-9:
+            at = first + k * self.step_s
+            value = self.inner.instant(at, budget)
+            if not isinstance(value, dict):
+                raise Unsupported("a subquery of a scalar")
+            for labels, v in value.items():
+                out.setdefault(labels, []).append((at, v))
+            k += 1
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class RangeCall(Node):
+    """rate(), avg_over_time() ... of a range selector or subquery (the metric name is dropped)."""
+
+    name: str
+    arg: RangeNode
+
+    def instant(self, t: float, budget: Budget) -> Vector | float:
+        out: Vector = {}
+        for labels, points in self.arg.matrix(t, budget).items():
+            value = range_value(self.name, points, t - self.arg.offset_s, self.arg.range_s)
+            if value is not None:
+                _put(out, drop_name(labels), value)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Call(Node):
+    """An instant-vector function (abs, ln, clamp_max ...): the metric name is dropped, like Prometheus does."""
+
+    name: str
+    arg: Node
+    scalars: tuple[float, ...] = ()
+
+    def instant(self, t: float, budget: Budget) -> Vector | float:
+        value = self.arg.instant(t, budget)
+        fn = INSTANT_FUNCTIONS[self.name]
+        if not isinstance(value, dict):
+            return fn(value, *self.scalars)
+        out: Vector = {}
+        for labels, v in value.items():
+            _put(out, drop_name(labels), fn(v, *self.scalars))
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class LabelReplace(Node):
+    arg: Node
+    texts: tuple[str, str, str, str]
+
+    def instant(self, t: float, budget: Budget) -> Vector | float:
+        value = _vector(self.arg.instant(t, budget), "label_replace")
+        out: Vector = {}
+        for labels, v in value.items():
+            _put(out, label_replace(labels, *self.texts), v)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate(Node):
+    op: str
+    arg: Node
+    grouping: tuple[str, ...] | None
+    """The `by` labels; None with `without`."""
+    without: tuple[str, ...]
+    param: Node | None = None
+
+    def instant(self, t: float, budget: Budget) -> Vector | float:
+        value = _vector(self.arg.instant(t, budget), self.op)
+        groups: dict[Labels, list[tuple[Labels, float]]] = {}
+        for labels, v in value.items():
+            groups.setdefault(self._group(labels), []).append((labels, v))
+        if self.op in ("topk", "bottomk"):
+            return self._ranked(groups, t, budget)
+        out: Vector = {}
+        for key, members in groups.items():
+            values = [v for _, v in members]
+            out[key] = _AGGREGATIONS[self.op](values)
+        return out
+
+    def _group(self, labels: Labels) -> Labels:
+        if self.grouping is not None:
+            return tuple(p for p in labels if p[0] in self.grouping)
+        dropped = {NAME, *self.without}
+        return tuple(p for p in labels if p[0] not in dropped)
+
+    def _ranked(self, groups: dict[Labels, list[tuple[Labels, float]]], t: float, budget: Budget) -> Vector:
+        k = self.param.instant(t, budget) if self.param is not None else 0.0
+        if isinstance(k, dict) or not math.isfinite(k):
+            raise ToolFailure("METRICS_BAD_QUERY", f"{self.op}'s parameter must be a number.")
+        sign = -1.0 if self.op == "topk" else 1.0
+        out: Vector = {}
+        for members in groups.values():
+            # NaN ranks last either way, like Prometheus; ties keep the input order.
+            ranked = sorted(members, key=lambda m: (math.isnan(m[1]), sign * m[1] if not math.isnan(m[1]) else 0.0))
+            for labels, v in ranked[: max(0, int(k))]:
+                out[labels] = v
+        return out
+
+
+_AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
+    "sum": total, "avg": lambda vs: total(vs) / len(vs), "count": lambda vs: float(len(vs)),
+    "min": lambda vs: min((v for v in vs if not math.isnan(v)), default=math.nan),
+    "max": lambda vs: max((v for v in vs if not math.isnan(v)), default=math.nan),
+}
+_ARITHMETIC: dict[str, Callable[[float, float], float]] = {
+    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: _divide(a, b),
+}
+_COMPARISONS: dict[str, Callable[[float, float], bool]] = {
+    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, ">": lambda a, b: a > b, "<": lambda a, b: a < b,
+    ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b,
+}
+_SET_OPS = ("and", "or", "unless")
+
+
+def _divide(a: float, b: float) -> float:
+    if b == 0:
+        return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a)
+    return a / b
+
+
+@dataclass(frozen=True, eq=False)
+class Binary(Node):
+    op: str
+    lhs: Node
+    rhs: Node
+    on: tuple[str, ...] | None = None
+    ignoring: tuple[str, ...] = ()
+    return_bool: bool = False
+
+    def instant(self, t: float, budget: Budget) -> Vector | float:
+        left, right = self.lhs.instant(t, budget), self.rhs.instant(t, budget)
+        if self.op in _SET_OPS:
+            return self._set(_vector(left, self.op), _vector(right, self.op))
+        if not isinstance(left, dict) and not isinstance(right, dict):
+            return self._scalar(left, right)
+        if isinstance(left, dict) and isinstance(right, dict):
+            return self._vectors(left, right)
+        out: Vector = {}
+        vector, scalar = (left, right) if isinstance(left, dict) else (right, left)
+        for labels, v in vector.items():  # type: ignore[union-attr]
+            a, b = (v, float(scalar)) if isinstance(left, dict) else (float(scalar), v)  # type: ignore[arg-type]
+            kept = self._apply(labels, a, b, v)
+            if kept is not None:
+                _put(out, kept[0], kept[1])
+        return out
+
+    def _scalar(self, a: float, b: float) -> float:
+        if self.op in _ARITHMETIC:
+            return _ARITHMETIC[self.op](a, b)
+        if not self.return_bool:
+            raise ToolFailure("METRICS_BAD_QUERY", "comparisons between scalars must use the bool modifier.")
+        return float(_COMPARISONS[self.op](a, b))
+
+    def _apply(self, labels: Labels, a: float, b: float, shown: float) -> tuple[Labels, float] | None:
+        """One element's result: (labels, value), or None when a filtering comparison drops it."""
+        if self.op in _ARITHMETIC:
+            return drop_name(labels), _ARITHMETIC[self.op](a, b)
+        hit = _COMPARISONS[self.op](a, b)
+        if self.return_bool:
+            return drop_name(labels), float(hit)
+        return (labels, shown) if hit else None
+
+    def _signature(self, labels: Labels) -> Labels:
+        if self.on is not None:
+            return tuple(p for p in labels if p[0] in self.on)
+        dropped = {NAME, *self.ignoring}
+        return tuple(p for p in labels if p[0] not in dropped)
+
+    def _vectors(self, left: Vector, right: Vector) -> Vector:
+        by_signature: dict[Labels, float] = {}
+        for labels, v in right.items():
+            signature = self._signature(labels)
+            if signature in by_signature:
+                raise ToolFailure("METRICS_BAD_QUERY", "found duplicate series for the match group on the right "
+                                  "side of the operation: many-to-many matching not allowed (use on(...) or "
+                                  "aggregate).")
+            by_signature[signature] = v
+        out: Vector = {}
+        seen: set[Labels] = set()
+        for labels, a in left.items():
+            signature = self._signature(labels)
+            if signature not in by_signature:
+                continue
+            if signature in seen:
+                raise ToolFailure("METRICS_BAD_QUERY", "multiple matches for labels: many-to-one matching must be "
+                                  "explicit (group_left/group_right needs Prometheus).")
+            seen.add(signature)
+            kept = self._apply(labels, a, by_signature[signature], a)
+            if kept is not None:
+                _put(out, self._result_labels(kept[0]), kept[1])
+        return out
+
+    def _result_labels(self, labels: Labels) -> Labels:
+        """Prometheus' result labels of one-to-one matching: only the `on` labels, or without the ignored ones."""
+        if self.on is not None:
+            return tuple(p for p in labels if p[0] in self.on)
+        return tuple(p for p in labels if p[0] not in self.ignoring)
+
+    def _set(self, left: Vector, right: Vector) -> Vector:
+        right_signatures = {self._signature(labels) for labels in right}
+        if self.op == "and":
+            return {k: v for k, v in left.items() if self._signature(k) in right_signatures}
+        if self.op == "unless":
+            return {k: v for k, v in left.items() if self._signature(k) not in right_signatures}
+        left_signatures = {self._signature(labels) for labels in left}
+        return {**left, **{k: v for k, v in right.items() if self._signature(k) not in left_signatures}}
+
+
+def _vector(value: Vector | float, where: str) -> Vector:
+    if not isinstance(value, dict):
+        raise ToolFailure("METRICS_BAD_QUERY", f"{where} needs an instant vector, not a scalar.")
+    return value
+
+
+def _put(out: Vector, labels: Labels, value: float) -> None:
+    if labels in out:
+        raise ToolFailure("METRICS_BAD_QUERY", "vector cannot contain metrics with the same labelset (a function "
+                          "dropped the metric names: keep them with label_replace(..., \"metric\", \"$1\", "
+                          "\"__name__\", \"(.+)\") or aggregate).")
+    out[labels] = value
+
+
+def evaluate(root: Node, times: Sequence[float]) -> list[Series]:
+    """The expression at each time: one series per label set, in order of first appearance."""
+    budget = Budget()
+    found: dict[Labels, Series] = {}
+    for t in times:
+        value = root.instant(t, budget)
+        if not isinstance(value, dict):
+            value = {(): value}
+        for labels, v in value.items():
+            if labels not in found:
+                as_dict = dict(labels)
+                found[labels] = Series(as_dict.pop(NAME, ""), as_dict)
+            found[labels].add(t, v)
+    return list(found.values())
+
+
+Lookup = Callable[[Selector], tuple[Series, ...]]
+
+
+def compile_query(expr: pp.Expr, lookup: Lookup) -> Node:
+    """Our evaluable form of a checked expression; Unsupported names the first part the subset lacks."""
+    return _Compiler(lookup).node(expr)
+
+
+def _seconds(delta: object) -> float:
+    return float(delta.total_seconds()) if delta is not None else 0.0  # type: ignore[attr-defined]
+
+
+class _Compiler:
+    def __init__(self, lookup: Lookup) -> None:
+        self.lookup = lookup
+
+    def node(self, expr: pp.Expr) -> Node:
+        if isinstance(expr, pp.ParenExpr):
+            return self.node(expr.expr)
+        if isinstance(expr, pp.NumberLiteral):
+            return Number(float(expr.val))
+        if isinstance(expr, pp.UnaryExpr):
+            return Binary("-", Number(0.0), self.node(expr.expr))
+        if isinstance(expr, pp.VectorSelector):
+            if expr.at is not None:
+                raise Unsupported("the @ modifier")
+            return Select(self.lookup(selector_of(expr)), _seconds(expr.offset))
+        if isinstance(expr, pp.Call):
+            return self._call(expr)
+        if isinstance(expr, pp.AggregateExpr):
+            return self._aggregate(expr)
+        if isinstance(expr, pp.BinaryExpr):
+            return self._binary(expr)
+        if isinstance(expr, pp.MatrixSelector | pp.SubqueryExpr):
+            raise Unsupported("a range vector as the result (give it to a function such as rate or avg_over_time)")
+        raise Unsupported(f"{type(expr).__name__}")
+
+    def range_node(self, expr: pp.Expr) -> RangeNode:
+        if isinstance(expr, pp.MatrixSelector):
+            vs = expr.vector_selector
+            if vs.at is not None:
+                raise Unsupported("the @ modifier")
+            return SelectRange(_seconds(expr.range), _seconds(vs.offset), self.lookup(selector_of(vs)))
+        if isinstance(expr, pp.SubqueryExpr):
+            if expr.at is not None:
+                raise Unsupported("the @ modifier")
+            step = _seconds(expr.step) or DEFAULT_SUBQUERY_STEP_S
+            return Subquery(_seconds(expr.range), _seconds(expr.offset), self.node(expr.expr), step)
+        if isinstance(expr, pp.ParenExpr):
+            return self.range_node(expr.expr)
+        raise Unsupported("a function expecting a range vector given something else")
+
+    def _call(self, expr: pp.Call) -> Node:
+        name = expr.func.name
+        args = list(expr.args)
+        if name in RANGE_FUNCTIONS and len(args) == 1:
+            return RangeCall(name, self.range_node(args[0]))
+        if name in INSTANT_FUNCTIONS and len(args) == 1 + INSTANT_ARITY.get(name, 0):
+            scalars = tuple(self._number(a, name) for a in args[1:])
+            return Call(name, self.node(args[0]), scalars)
+        if name == "label_replace" and len(args) == 5:
+            texts = tuple(self._text(a) for a in args[1:])
+            try:
+                re.compile(texts[3])
+            except re.error as exc:
+                raise ToolFailure("METRICS_BAD_QUERY", f"invalid regular expression in label_replace(): "
+                                  f"{texts[3][:80]}") from exc
+            return LabelReplace(self.node(args[0]), (texts[0], texts[1], texts[2], texts[3]))
+        raise Unsupported(f"the function {name}()")
+
+    @staticmethod
+    def _number(arg: object, where: str) -> float:
+        while isinstance(arg, pp.ParenExpr):
+            arg = arg.expr
+        if isinstance(arg, pp.NumberLiteral):
+            return float(arg.val)
+        raise Unsupported(f"{where}() with a parameter that is not a number literal")
+
+    @staticmethod
+    def _text(arg: object) -> str:
+        if isinstance(arg, pp.StringLiteral):
+            return str(arg.val)
+        raise Unsupported("label_replace() with a parameter that is not a string literal")
+
+    def _aggregate(self, expr: pp.AggregateExpr) -> Node:
+        op = str(expr.op)
+        if op not in (*_AGGREGATIONS, "topk", "bottomk"):
+            raise Unsupported(f"the aggregation {op}")
+        grouping: tuple[str, ...] | None = None
+        without: tuple[str, ...] = ()
+        modifier = expr.modifier
+        if modifier is not None:
+            if str(modifier.type).endswith("By"):
+                grouping = tuple(modifier.labels)
+            else:
+                without = tuple(modifier.labels)
+        else:
+            grouping = ()
+        param = self.node(expr.param) if op in ("topk", "bottomk") and expr.param is not None else None
+        return Aggregate(op, self.node(expr.expr), grouping, without, param)
+
+    def _binary(self, expr: pp.BinaryExpr) -> Node:
+        op = str(expr.op).strip()
+        if op not in (*_ARITHMETIC, *_COMPARISONS, *_SET_OPS):
+            raise Unsupported(f"the operator {op}")
+        modifier = expr.modifier
+        on: tuple[str, ...] | None = None
+        ignoring: tuple[str, ...] = ()
+        return_bool = False
+        if modifier is not None:
+            card = str(modifier.card).rsplit(".", 1)[-1]
+            if card in ("ManyToOne", "OneToMany"):
+                raise Unsupported("group_left / group_right")
+            return_bool = bool(modifier.return_bool)
+            matching = modifier.matching
+            if matching is not None:
+                if str(matching.type).endswith("Include"):
+                    on = tuple(matching.labels)
+                else:
+                    ignoring = tuple(matching.labels)
+        return Binary(op, self.node(expr.lhs), self.node(expr.rhs), on, ignoring, return_bool)
