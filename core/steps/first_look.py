@@ -4,8 +4,10 @@ For the services and the window the question (or alert) names, each source of ev
 what each service logs at ERROR and WARN and how often its most frequent message occurs (core/tools/logs/
 first_look.py), the latest rows of a deployments / changes table when the database has one
 (core/tools/sql/first_look.py), and whatever a registered toolset proposes through the contract's `first_look`
-hook (metrics, MCP). Every call is an ordinary tool call of the run through the ToolBoundary: validated, bounded,
-one canonical record, citable; the agent gets them as its starting evidence. Deterministic: no model is asked.
+hook: the series of each named service that moved most against the time before the window when a metrics backend
+is configured (core/tools/metrics/first_look.py), MCP toolsets' calls. Every call is an ordinary tool call of the
+run through the ToolBoundary: validated, bounded, one canonical record, citable; the agent gets them as its starting
+evidence. Deterministic: no model is asked.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from core.contracts.evidence import EvidenceStatus
@@ -43,6 +46,8 @@ _NOT_SERVICES = frozenset({"follow-up", "read-only", "out-of-memory", "real-time
                            "roll-back", "time-out", "on-call", "up-to-date", "so-called", "self-hosted"})
 _SINCE = re.compile(r"\b(since|from|after|around|at|about)\s+(?:about\s+|around\s+)?"
                     r"(noon|midnight|(\d{1,2})(?::(\d{2}))?\s*(am|pm)?)\b", re.IGNORECASE)
+_SINCE_MOMENT = re.compile(r"\bsince (\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}(?::\d{2})?)(?:\s*UTC|Z)")
+ALERT_LEAD = timedelta(minutes=15)
 
 
 @dataclass(frozen=True)
@@ -65,9 +70,27 @@ def services_in(text: str) -> tuple[str, ...]:
     return tuple(unique[:MAX_SERVICES])
 
 
+def alert_start_in(text: str, now: datetime) -> datetime | None:
+    """The earliest "since 2026-11-29 23:02:00 UTC" an alert's question states (core/alerts/question.py), less
+    ALERT_LEAD: a rule fires only after its condition held for its `for:` time, so the change began earlier."""
+    starts = []
+    for match in _SINCE_MOMENT.finditer(text):
+        try:
+            moment = datetime.fromisoformat(f"{match.group(1)}T{match.group(2)}")
+        except ValueError:
+            continue
+        moment = moment.replace(tzinfo=UTC).astimezone(now.tzinfo) if now.tzinfo is not None else moment
+        if timedelta(0) <= now - moment <= MAX_LOOKBACK:
+            starts.append(moment - ALERT_LEAD)
+    return min(starts, default=None)
+
+
 def window_in(text: str, now: datetime) -> datetime | None:
     """The start of the window the question names ("since 23:00", "around 21:05", "since about 8"), on the clock's
-    day (the day before when that time is still to come); None when it names none."""
+    day (the day before when that time is still to come), or an alert's start (alert_start_in); None when it names
+    none."""
+    if (alert_start := alert_start_in(text, now)) is not None:
+        return alert_start
     for match in _SINCE.finditer(text):
         word, hour_text, minute_text, meridiem = match.group(1).lower(), match.group(3), match.group(4), match.group(5)
         if match.group(2).lower() in ("noon", "midnight"):
@@ -148,8 +171,10 @@ class FirstLook:
             except Exception as exc:  # the first look helps; it never stops a run
                 log.warning("first look source failed for %s: %s", ctx.run_id, type(exc).__name__)
         found = sum(p.get("evidence_status") == EvidenceStatus.EVIDENCE_FOUND.value for *_, p in look.calls)
+        tools = Counter(tool for _, tool, _, _ in look.calls)
         await ctx.timeline.record(EventType.FIRST_LOOK, {
             "services": ",".join(scope.services) or "none named", "calls": len(look.calls), "found": found,
+            "tools": ",".join(f"{tool}={n}" for tool, n in tools.items()) or "none",
             "window": "named in the question" if scope.start is not None else "each tool's default"})
         return look.calls
 

@@ -67,7 +67,8 @@ async def test_a_model_that_only_cites_the_first_look_gets_a_verified_report(tmp
     assert look[0].summary["window"] == "named in the question"
     calls = [e.summary for e in events if e.type is EventType.TOOL_CALL]
     assert all(c["tool_call_id"].startswith("first_look_") for c in calls)
-    assert {c["tool"] for c in calls} == {"query_logs", "query_mysql"}
+    assert {c["tool"] for c in calls} == {"query_logs", "query_mysql", "query_metrics"}
+    assert calls[-1]["tool"] == "query_metrics"  # the toolsets' calls come last: the others keep their ids
     first = results(agent_request)
     assert first[0]["tool_name"] == "query_logs"
     assert "First look" in agent_request["messages"][1]["content"]

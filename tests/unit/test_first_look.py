@@ -3,7 +3,7 @@ most frequent message, which tables record changes."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -57,3 +57,46 @@ def test_change_tables_are_found_by_name_and_only_plain_names_are_used() -> None
     rows = [["alerts"], ["deployments"], ["orders"], ["feature_changes"], ["x; DROP TABLE y"], ["releases"]]
     assert change_tables({"rows": rows}) == ["deployments", "feature_changes"]
     assert change_tables({"rows": []}) == []
+
+
+def test_the_metrics_first_look_plans_one_bounded_ranking_per_named_service() -> None:
+    from core.tools.metrics.args import MetricsArgs
+    from core.tools.metrics.first_look import TOP_SERIES, metrics_first_look, moved_most_query, subquery_step
+    from core.tools.metrics.promql import check_query
+    from core.tools.metrics.toolset import MetricsToolset
+
+    end = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
+    assert MetricsToolset().first_look(None, end - timedelta(hours=1), end) == ()
+    assert metrics_first_look("order-service", end - timedelta(seconds=30), end) == ()
+    [call] = MetricsToolset().first_look("order-service", end - timedelta(minutes=30), end)
+    args = MetricsArgs.model_validate(call.arguments)
+    assert call.tool == "query_metrics"
+    assert args.instant
+    assert args.end == end
+    checked = check_query(args.query)
+    assert {s.matchers[0].value for s in checked.selectors} == {"order-service"}
+    assert f"topk({TOP_SERIES}," in args.query
+    assert "[1800s:30s] offset 1800s" in args.query
+    for hours in (1, 6, 24):  # the longest window the first look reads is a day: still a bounded query
+        check_query(moved_most_query('we"ird\\name', hours * 3600))
+        assert hours * 3600 / subquery_step(hours * 3600) <= 60
+
+
+def test_an_alerts_start_is_the_window() -> None:
+    """The alert question's "firing since <moment> UTC" (core/alerts/question.py) opens the window 15 minutes
+    earlier (the rule's `for:` time); the earliest of several alerts wins; a start over a day old is not a window."""
+    from core.alerts.alertmanager import AlertGroup
+    from core.alerts.question import alertmanager_question
+    from tests import alert_payloads
+
+    now = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
+    text = "- alert: PoolSaturated, firing since 2026-11-29 23:02:00 UTC\n- alert: Errors, firing since " \
+           "2026-11-29 23:10:00 UTC\n  labels: service=order-service"
+    assert window_in(text, now) == datetime(2026, 11, 29, 22, 47, tzinfo=UTC)
+    assert services_in(text) == ("order-service",)
+    assert window_in("- alert: Old, firing since 2026-11-27 23:02:00 UTC", now) is None
+    assert window_in("- alert: Later, firing since 2026-11-29 23:45:00 UTC", now) is None
+    payload = alert_payloads.group(alert_payloads.alert())  # firing since 2026-12-01T21:00:00Z
+    question = alertmanager_question(AlertGroup.model_validate(payload))
+    assert window_in(question, datetime(2026, 12, 1, 21, 30, tzinfo=UTC)) == datetime(2026, 12, 1, 20, 45, tzinfo=UTC)
+    assert services_in(question) == ("order-service",)

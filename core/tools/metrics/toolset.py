@@ -18,6 +18,7 @@ from core.tools.contract import PlannedCall, Tool, ToolEnv, ToolSpec
 from core.tools.metrics.args import MetricsArgs
 from core.tools.metrics.backend import MetricsBackend
 from core.tools.metrics.embedded import EmbeddedMetrics
+from core.tools.metrics.first_look import metrics_first_look
 from core.tools.metrics.prometheus import PrometheusMetrics
 from core.tools.metrics.spec import MetricsSpec
 from core.tools.metrics.tool import TOOL_NAME, MetricsTool
@@ -59,7 +60,8 @@ class MetricsToolset:
                       fix="check DIAG_PROMETHEUS_URL / DIAG_PROMETHEUS_TOKEN, or DIAG_METRICS_PATH"),)
 
     def first_look(self, service: str | None, start: datetime, end: datetime) -> Sequence[PlannedCall]:
-        return ()
+        """The series of the service that moved most in the window against the time before it (first_look.py)."""
+        return metrics_first_look(service, start, end)
 
 
 async def probe(settings: Settings, now: datetime | None = None, *, sample: bool = True) -> CheckResult:
