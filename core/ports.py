@@ -21,7 +21,7 @@ from core.contracts.release import (
     Violation,
 )
 from core.contracts.run import Intent, RunRecord, StopReason, TimelineEvent, Turn
-from core.queue.job import Claim, Enqueued, QueueDepth, TurnJob
+from core.queue.job import Claim, Enqueued, QueueDepth, Started, TurnJob
 from core.run import ProgressSink as ProgressSink
 from core.run import RunContext as RunContext
 from core.run import Timeline as Timeline
@@ -340,6 +340,11 @@ class JobQueue(Protocol):
 
     async def next_in_thread(self, job: TurnJob) -> bool:
         """True when no earlier unfinished job of the same thread is ahead of this one."""
+        ...
+
+    async def start(self, job: TurnJob, run_id: str) -> Started:
+        """next_in_thread, then is_cancelled, then begin, in one step: WAIT, CANCELLED, or STARTED (with begin's
+        previous run id)."""
         ...
 
     async def finish(self, claim: Claim) -> None:

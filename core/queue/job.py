@@ -56,6 +56,22 @@ class Enqueued(StrEnum):
     FULL = "full"  # DIAG_QUEUE_MAX jobs are waiting: the turn is refused with a "busy" answer
 
 
+class StartState(StrEnum):
+    """What `JobQueue.start` found."""
+
+    WAIT = "wait"  # an earlier unfinished job of the same thread is ahead
+    CANCELLED = "cancelled"  # a cancel reached the job before it started
+    STARTED = "started"  # the attempt is recorded: it runs now
+
+
+@dataclass(frozen=True)
+class Started:
+    """`JobQueue.start`'s answer: the state, and for STARTED the previous attempt's run id (if one started)."""
+
+    state: StartState
+    previous: str | None = None
+
+
 @dataclass(frozen=True)
 class Poison:
     """Why a queue entry is not a turn job, and its raw text as the dead-letter stream keeps it (bounded)."""

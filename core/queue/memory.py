@@ -9,7 +9,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from core.queue.job import Claim, Enqueued, QueueDepth, TurnJob
+from core.queue.job import Claim, Enqueued, QueueDepth, Started, StartState, TurnJob
 
 MAX_RECORDS = 100_000  # finished-job records kept for dedup (oldest forgotten first)
 
@@ -107,6 +107,14 @@ class InMemoryJobQueue:
         """True when no earlier unfinished job of the same thread is ahead of this one."""
         thread = self._threads.get(job.session.as_str())
         return thread is None or not thread.order or thread.order[0] == job.job_id or job.job_id not in thread.order
+
+    async def start(self, job: TurnJob, run_id: str) -> Started:
+        """next_in_thread, is_cancelled and begin in one call (as the Redis queue does in one script)."""
+        if not await self.next_in_thread(job):
+            return Started(StartState.WAIT)
+        if await self.is_cancelled(job.job_id):
+            return Started(StartState.CANCELLED)
+        return Started(StartState.STARTED, await self.begin(job, run_id))
 
     def _leave_thread(self, job: TurnJob) -> None:
         key = job.session.as_str()

@@ -36,7 +36,7 @@ from core.contracts.run import Intent, SessionKey
 from core.errors import StoreUnavailable
 from core.observability.metrics import Metrics
 from core.ports import ChatServicePort, JobQueue
-from core.queue.job import Claim, Enqueued
+from core.queue.job import Claim, Enqueued, StartState
 from core.service.chat_service import new_run_id
 from core.turns.runner import Attempt, TurnRunner, new_job, target_of
 from core.turns.surface import Final, FinalKind
@@ -309,12 +309,13 @@ class JobWorker:
     async def ready(self, held: _Held) -> tuple[bool, str | None]:
         """Wait until the job is first of its thread, then record the attempt; no go when cancelled meanwhile."""
         job = held.claim.job
-        while not await self._queue.next_in_thread(job):  # noqa: ASYNC110 - the thread may be in another process
+        # polling: the thread's earlier turn may run in another process, so there is no event to wait on
+        while (started := await self._queue.start(job, held.run_id)).state is StartState.WAIT:  # noqa: ASYNC110
             await asyncio.sleep(self._timing.order_poll_s)
-        if await self._queue.is_cancelled(job.job_id):
+        if started.state is StartState.CANCELLED:
             return False, None
         held.running = True
-        return True, await self._queue.begin(job, held.run_id)
+        return True, started.previous
 
     async def finish(self, held: _Held) -> None:
         """The job is answered: remove it from the queue (once the store answers: see _catch_up)."""

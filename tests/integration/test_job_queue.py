@@ -13,7 +13,7 @@ from core.contracts.run import SessionKey
 from core.errors import StoreUnavailable
 from core.observability.metrics import Metrics
 from core.ports import JobQueue
-from core.queue.job import Enqueued, TurnJob, turn_job_id
+from core.queue.job import Enqueued, Started, StartState, TurnJob, turn_job_id
 from core.queue.memory import InMemoryJobQueue
 from core.queue.poison import DEAD_LETTER_MAXLEN, MAX_DEAD_RAW_BYTES
 from core.queue.redis_streams import RedisJobQueue
@@ -105,6 +105,27 @@ async def test_cancel_reaches_turns_still_waiting_but_not_started_ones(queue: Jo
     assert not await queue.cancel_job(turn_job_id("C1", "1.2"))  # flagged once
     assert await queue.job_state(turn_job_id("C1", "1.2")) == "queued"
     assert await queue.job_state("C1:unknown") is None
+
+
+async def test_start_is_thread_order_then_cancel_then_begin_in_one_step(queue: JobQueue) -> None:
+    """start answers what next_in_thread, is_cancelled and begin would, in that order, and records only a go."""
+    await queue.enqueue(job("1.1"), 10)
+    await queue.enqueue(job("1.2"), 10)
+    await queue.enqueue(job("1.3"), 10)
+    first, second, third = await queue.take("w1", 10, 0.1)
+    assert await queue.start(second.job, "run-x") == Started(StartState.WAIT)  # 1.1 is ahead
+    assert await queue.current_run(second.job.job_id) is None  # a wait records nothing
+    assert await queue.cancel_job(second.job.job_id)
+    assert await queue.start(first.job, "run-1.1") == Started(StartState.STARTED)
+    assert await queue.current_run(first.job.job_id) == "run-1.1"
+    assert await queue.job_of_run("run-1.1") == first.job.job_id
+    assert await queue.start(first.job, "run-1.1") == Started(StartState.STARTED)  # the same attempt: no previous
+    assert await queue.start(first.job, "run-again") == Started(StartState.STARTED, "run-1.1")
+    await queue.finish(first)
+    assert await queue.start(second.job, "run-1.2") == Started(StartState.CANCELLED)  # first now, but cancelled
+    assert await queue.current_run(second.job.job_id) is None
+    await queue.finish(second)
+    assert await queue.start(third.job, "run-1.3") == Started(StartState.STARTED)
 
 
 async def test_take_waits_for_a_job_up_to_its_block_time(queue: JobQueue) -> None:
