@@ -109,6 +109,23 @@ redis.call('EXPIRE', KEYS[4], ARGV[5])
 return 1
 """
 
+# KEYS: order zset; ARGV: record-key prefix, raw-key prefix ('' = no raw results). A run's index and its records in
+# one round trip: {ids, records, raws} (missing records are nil). A run holds at most DIAG_MAX_TOOL_CALLS records,
+# far below Lua's unpack limit.
+_LIST = """
+local ids = redis.call('ZRANGE', KEYS[1], 0, -1)
+if #ids == 0 then return {ids, {}, {}} end
+local keys = {}
+for i, id in ipairs(ids) do keys[i] = ARGV[1] .. id end
+local records = redis.call('MGET', unpack(keys))
+local raws = {}
+if ARGV[2] ~= '' then
+  for i, id in ipairs(ids) do keys[i] = ARGV[2] .. id end
+  raws = redis.call('MGET', unpack(keys))
+end
+return {ids, records, raws}
+"""
+
 
 class RedisCanonicalStore:
     """Canonical store in Redis: one JSON string per call with a TTL, plus per-run id set and ordered index."""
@@ -119,6 +136,7 @@ class RedisCanonicalStore:
         self._ttl_s = ttl_s
         self._reserve = client.register_script(_RESERVE)
         self._put = client.register_script(_PUT)
+        self._list = client.register_script(_LIST)
 
     def record_key(self, run_id: str, tool_call_id: str) -> str:
         """Redis key of one record."""
@@ -172,8 +190,15 @@ class RedisCanonicalStore:
         return {i: _parse(v, f"{run_id}/{i}", r) for i, v, r in zip(ids, values[: len(ids)], raws, strict=True)}
 
     async def list_run(self, run_id: str, *, with_raw: bool = False) -> list[CanonicalRecord]:
-        """All live records of a run, in call order (index read, then one MGET)."""
-        members: list[Any] = await self._call(lambda: self._client.zrange(self._order_key(run_id), 0, -1))
-        ids = [m.decode() if isinstance(m, bytes) else str(m) for m in members]
-        found = await self.get_many(run_id, ids, with_raw=with_raw)
-        return [record for record in found.values() if record is not None]
+        """All live records of a run, in call order (the index and the records in one script)."""
+        args = [self.record_key(run_id, ""), self.raw_key(run_id, "") if with_raw else ""]
+        reply: list[Any] = await self._call(lambda: self._list(keys=[self._order_key(run_id)], args=args))
+        members, values, raws = reply
+        found: list[CanonicalRecord] = []
+        for index, member in enumerate(members):
+            call_id = member.decode() if isinstance(member, bytes) else str(member)
+            raw = raws[index] if with_raw and index < len(raws) else None
+            record = _parse(values[index] if index < len(values) else None, f"{run_id}/{call_id}", raw)
+            if record is not None:
+                found.append(record)
+        return found
