@@ -127,6 +127,22 @@ def test_pinned_clock_replaces_now() -> None:
         assert "2026-11-29 23:30:00" in prepare("SELECT NOW()", backend, 10, now).sql
 
 
+def test_remembered_statements_follow_the_clock_and_the_arguments() -> None:
+    """prepare remembers what passed, but a NOW() statement is rendered for each clock, and every other argument
+    (cap, backend, allowed schemas) keys its own entry; a refusal is raised every time."""
+    first, later = datetime(2026, 11, 29, 23, 30, tzinfo=UTC), datetime(2026, 11, 30, 1, 0, tzinfo=UTC)
+    for backend in BACKENDS:
+        assert "2026-11-29 23:30:00" in prepare("SELECT NOW() AS t", backend, 10, first).sql
+        assert "2026-11-30 01:00:00" in prepare("SELECT NOW() AS t", backend, 10, later).sql
+        assert "2026-11-29" not in prepare("SELECT NOW() AS t", backend, 10, None).sql
+        assert prepare("SELECT id FROM t", backend, 10, first) is prepare("SELECT id FROM t", backend, 10, later)
+    assert prepare("SELECT id FROM t", "sqlite", 10).sql.endswith("LIMIT 11")
+    assert prepare("SELECT id FROM t", "sqlite", 20).sql.endswith("LIMIT 21")
+    for _ in range(2):
+        with pytest.raises(ToolFailure):
+            prepare("DELETE FROM t", "sqlite", 10)
+
+
 def test_row_cap_is_pushed_into_the_statement() -> None:
     """SELECTs without a LIMIT, or with a larger one, are limited to cap+1 rows on the server."""
     assert prepare("SELECT * FROM t", "sqlite", 50).sql.endswith("LIMIT 51")

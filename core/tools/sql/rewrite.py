@@ -66,6 +66,11 @@ def _is_now(node: exp.Expression) -> bool:
     )
 
 
+def uses_now(tree: exp.Expression) -> bool:
+    """True when the tree holds a NOW()-like call: the only nodes rewrite_now renders from its `now`."""
+    return any(_is_now(cast(exp.Expression, node)) for node in tree.walk())
+
+
 def rewrite_now(tree: exp.Expression, backend: Backend, now: datetime | None) -> exp.Expression:
     """Render NOW()-like calls for the backend, or pin them to the configured clock."""
 
