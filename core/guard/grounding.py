@@ -98,10 +98,12 @@ class Grounder:
         self.data = data
         self.records = records
         self.params: NumericGroundingParams = data.rules.numeric
-        self._evidence: dict[str, CallEvidence] = {}
+        # per check, shared by the limitations pre-check and the grounding check: both see a call's one record
+        # (the usable one when it is cited, else the run's)
+        self._evidence = data.evidence
         self._allowed = frozenset(self.params.argument_keys) if self.params.allow_arguments else frozenset()
         self._params_key = self.params.model_dump_json()
-        self._keys: dict[str, SourceKey | None] = {}
+        self._keys = data.source_keys
 
     def source_key(self, cid: str) -> SourceKey | None:
         """An exact key for a call's evidence, or None when it has none (then nothing about it is kept)."""
@@ -121,7 +123,9 @@ class Grounder:
             key = self.source_key(cid)
             record = self.records[cid]
             kept = self.data.caches.sources
-            found = CallEvidence(record) if key is None else kept.get_or_make(key, lambda: CallEvidence(record))
+            moments = self.data.moments
+            found = (CallEvidence(record, moments) if key is None
+                     else kept.get_or_make(key, lambda: CallEvidence(record, moments)))
             self._evidence[cid] = found
         return found
 
@@ -230,7 +234,7 @@ class Grounder:
         extra_first = claim.kind in TIMES_AND_DAYS
         if extra_first:
             for call in calls:
-                found = call.search_extra(accept, query)
+                found = call.search_extra(accept, query, claim)
                 if found is not None:
                     return found
         exact = exact_forms(claim)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import marshal
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -16,6 +16,9 @@ from core.guard.cache import Lru
 from core.guard.quantities.model import Quantity
 from core.guard.rules import RuleSet
 from core.tools.registry import current_registry
+
+if TYPE_CHECKING:
+    from core.guard.quantities.evidence import CallEvidence
 
 REFERENCABLE_STATUSES = frozenset({EvidenceStatus.EVIDENCE_FOUND, EvidenceStatus.NO_EVIDENCE})
 
@@ -174,10 +177,18 @@ class GuardInput:
     caches: GuardCaches = field(default_factory=lambda: GuardCaches())
     """The guard's own exact caches (one set per EvidenceGuard; fresh ones for a standalone check)."""
     untrusted: tuple[str, ...] = ()
+    """Instruction-like spans of every projection the run's agent was shown, cited or not (RunContext)."""
     extracted: dict[str, tuple[str, tuple[Quantity, ...]]] = field(default_factory=dict)
     """Published text -> (its text with digits for words, its quantities), for this check only: the same text is
     read again by the limitations pre-check and by analyses that share a wording. Callers never mutate them."""
-    """Instruction-like spans of every projection the run's agent was shown, cited or not (RunContext)."""
+    source_keys: dict[str, tuple[bytes, bytes] | None] = field(default_factory=dict)
+    """tool_call_id -> the exact key of its evidence (core/guard/grounding.py), for this check only."""
+    evidence: dict[str, CallEvidence] = field(default_factory=dict)
+    """tool_call_id -> its CallEvidence, for this check only (the limitations pre-check and the grounding check
+    read the same calls)."""
+    moments: dict[str, tuple[Quantity, ...]] = field(default_factory=dict)
+    """Window text (a start or end) -> its quantities, for this check only: the calls of a run mostly search the
+    same window, so each bound is parsed once (core/guard/quantities/evidence.py)."""
 
     @classmethod
     def build(

@@ -14,6 +14,11 @@ MONTHS: Mapping[str, int] = MappingProxyType(
     | {"sept": 9}
 )
 
+_HH_MM_SS = re.compile(r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?")
+_WORDS_AND_DIGITS = re.compile(r"[A-Za-z]+|\d+")
+_CLOCK_DIGITS = re.compile(r"\d{1,2}(?::\d{2}(?::\d{2}(?:[.,]\d+)?)?)?")
+
+
 def decimals(digits: str) -> int:
     dot = digits.find(".")
     return 0 if dot < 0 else len(digits) - dot - 1
@@ -42,7 +47,7 @@ def _time_parts(text: str) -> tuple[float, float] | None:
 
 def datetime_quantity(text: str, start: int, end: int) -> Quantity | None:
     date, rest = text[:10].replace("/", "-"), text[11:].removeprefix("at ")
-    time_text = re.match(r"\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?", rest)
+    time_text = _HH_MM_SS.match(rest)
     if not valid_date(date) or time_text is None:
         return None
     parts = _time_parts(time_text.group(0))
@@ -60,7 +65,7 @@ def valid_date(date: str) -> bool:
 
 
 def month_date(text: str, start: int, end: int) -> Quantity | None:
-    words = re.findall(r"[A-Za-z]+|\d+", text)
+    words = _WORDS_AND_DIGITS.findall(text)
     month = next((MONTHS.get(w.lower()[:3] if len(w) > 3 and w.lower()[:3] in MONTHS and w.lower() not in MONTHS
                               else w.lower()) for w in words if not w.isdigit() and w.lower() not in {"st", "nd", "rd", "th"}),
                  None)
@@ -75,7 +80,7 @@ def month_date(text: str, start: int, end: int) -> Quantity | None:
 
 
 def time_quantity(written: str, ampm: str | None, start: int, end: int) -> Quantity | None:
-    digits = re.match(r"\d{1,2}(?::\d{2}(?::\d{2}(?:[.,]\d+)?)?)?", written)
+    digits = _CLOCK_DIGITS.match(written)
     assert digits is not None  # the pattern starts with digits
     parts = digits.group(0).replace(",", ".").split(":")
     seconds = float(parts[2]) if len(parts) > 2 else 0.0

@@ -27,6 +27,7 @@ from core.guard.quantities.declared import declared_quantity, row_units
 from core.guard.quantities.exact import Check
 from core.guard.quantities.extract import bare_number, extract, extract_at
 from core.guard.quantities.kinds import spec_quantities, typed_fields
+from core.guard.quantities.match import clock_slot, shown_clock
 from core.guard.quantities.model import Kind, Origin, Quantity, Shown
 from core.guard.quantities.unit_values import typed_quantities, unit_typing
 from core.guard.quantities.units import DURATION_UNITS_BY_SIZE
@@ -47,8 +48,15 @@ MAX_OCCURRENCES = 48
 
 _BARE_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LINE_KEY = re.compile(r'\s*"((?:[^"\\]|\\.)*)": ')
+_CLAIM_DIGITS = re.compile(r"[xX]?(\d[\d,]*(?:\.\d+)?)")
 
 Accept = Callable[[Shown], bool]
+
+
+def _json_key(raw: str) -> str:
+    """A key as written in the indented JSON text (between its quotes), decoded: orjson escapes only quotes,
+    backslashes and control characters, so a key without a backslash is written as it is."""
+    return raw if "\\" not in raw else str(orjson.loads(f'"{raw}"'))
 
 
 def iso_or_extract(value: str) -> list[Quantity]:
@@ -89,8 +97,11 @@ def _text_of(projection: Mapping[str, Any], items_field: str | None = None) -> s
 class CallEvidence:
     """The evidence of one referencable call, for one guard (kept in its caches: everything here is exact)."""
 
-    def __init__(self, record: CanonicalRecord) -> None:
+    def __init__(self, record: CanonicalRecord, moments: dict[str, tuple[Quantity, ...]] | None = None) -> None:
         self.tool_call_id = record.tool_call_id
+        self._moments = moments if moments is not None else {}
+        """Window text -> its quantities, shared by the calls of one check (they mostly search the same window);
+        released once the window is read."""
         self.projection: Mapping[str, Any] = record.projection or {}
         self.arguments: Mapping[str, Any] = record.effective_arguments
         self._text: str | None = None
@@ -103,6 +114,8 @@ class CallEvidence:
         self._head_rest: Iterator[Shown] | None = None
         self._points: tuple[Shown, ...] | None = None
         self._extra: tuple[Shown, ...] | None = None
+        self._clock_slots: dict[float, dict[int, list[Shown]]] = {}
+        """Precision -> clock slot -> the extra() quantities showing a time in it (extra_candidates)."""
         self._query: tuple[Shown, ...] | None = None
         self._spec = current_registry().find(record.tool_name)
         self._items_field = (self._spec.items_field if self._spec is not None
@@ -170,7 +183,7 @@ class CallEvidence:
                     line = text.rfind("\n", 0, at) + 1
                     key = _LINE_KEY.match(text, line)
                     in_value = key is None or key.end() <= at  # in a value, not a key
-                    if in_value and (key is None or orjson.loads(f'"{key.group(1)}"') not in SKIPPED_FIELDS):
+                    if in_value and (key is None or _json_key(key.group(1)) not in SKIPPED_FIELDS):
                         return True
                 at = text.find(form, at + 1)
         return False
@@ -182,9 +195,11 @@ class CallEvidence:
             found = self.search_extra(accept, query)
         return found if found is not None else self.search_index(accept)
 
-    def search_extra(self, accept: Accept, query: bool) -> Shown | None:
-        """The window, limit and (when `query`) query quantities accepted by `accept`."""
-        found = next((s for s in self.extra() if accept(s)), None)
+    def search_extra(self, accept: Accept, query: bool, claim: Quantity | None = None) -> Shown | None:
+        """The window, limit and (when `query`) query quantities accepted by `accept`; given the claim `accept`
+        grounds, only those that may show its value are tried (the same answer, see extra_candidates)."""
+        extra = self.extra() if claim is None else self.extra_candidates(claim)
+        found = next((s for s in extra if accept(s)), None)
         if found is None and query:
             found = next((s for s in self.query() if accept(s)), None)
         return found
@@ -208,7 +223,7 @@ class CallEvidence:
         line = text[start : end if end >= 0 else len(text)]
         key_match = _LINE_KEY.match(line)
         if key_match is not None:
-            key, raw_at = orjson.loads(f'"{key_match.group(1)}"'), key_match.end()
+            key, raw_at = _json_key(key_match.group(1)), key_match.end()
             if at - start < raw_at:  # the form occurs in the key, not the value
                 return ()
         else:
@@ -238,7 +253,7 @@ class CallEvidence:
             if prev_indent < indent:
                 opener = _LINE_KEY.match(prev)
                 if opener is not None:  # a list inside a field: the field names it
-                    return str(orjson.loads(f'"{opener.group(1)}"'))
+                    return _json_key(opener.group(1))
                 break
             if prev_indent == indent:
                 position += 1
@@ -371,7 +386,22 @@ class CallEvidence:
         """The window bounds (projection and arguments) and the limit, with their origins."""
         if self._extra is None:
             self._extra = tuple(self._window_and_limit())
+            self._moments = {}
         return self._extra
+
+    def extra_candidates(self, claim: Quantity) -> Sequence[Shown]:
+        """The extra() quantities, in order, that may show the claim's value: for a time of day, those showing a
+        time in the claim's slot (match.same_value grounds no other), looked up by slot; all of them otherwise."""
+        if claim.kind is not Kind.TIME or not isinstance(claim.value, float):
+            return self.extra()
+        slots = self._clock_slots.get(claim.tolerance)
+        if slots is None:
+            slots = self._clock_slots[claim.tolerance] = {}
+            for shown in self.extra():
+                clock = shown_clock(shown.quantity)
+                if clock is not None:
+                    slots.setdefault(clock_slot(clock, claim.tolerance), []).append(shown)
+        return slots.get(clock_slot(claim.value, claim.tolerance), ())
 
     def query(self) -> tuple[Shown, ...]:
         """The quantities of the query, SQL, service and level arguments (origin QUERY)."""
@@ -392,9 +422,13 @@ class CallEvidence:
         cid = self.tool_call_id
         sources: list[tuple[str, Any]] = [(key, self.projection.get(key)) for key, _ in WINDOW_KEYS]
         sources += [(key, self.arguments.get(key)) for key in WINDOW_ARGUMENTS]
+        moments = self._moments
         for key, value in sources:
             if isinstance(value, str):
-                for quantity in iso_or_extract(value):
+                parsed = moments.get(value)
+                if parsed is None:
+                    parsed = moments[value] = tuple(iso_or_extract(value))
+                for quantity in parsed:
                     yield Shown(quantity, Origin.WINDOW, cid, -1, key)
         for key in LIMIT_ARGUMENTS:
             value = self.arguments.get(key)
@@ -435,7 +469,7 @@ def number_forms(value: float) -> list[str]:
 def search_forms(claim: Quantity) -> list[str]:
     """The written forms to look for first (an empty list goes straight to the full index)."""
     kind, value = claim.kind, claim.value
-    digits = re.match(r"[xX]?(\d[\d,]*(?:\.\d+)?)", claim.text)
+    digits = _CLAIM_DIGITS.match(claim.text)
     written = digits.group(1).replace(",", "") if digits else ""
     if kind in {Kind.COUNT, Kind.NUMBER, Kind.PERCENT} and isinstance(value, float):
         return number_forms(value) if claim.tolerance <= 0.5 else [written]

@@ -14,7 +14,8 @@ classes (`5xx`) and `24/7` are not quantities. Spelled-out numbers are read firs
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 from core.guard.quantities.clock import MONTHS, datetime_quantity, decimals, month_date, time_quantity
 from core.guard.quantities.model import Kind, Quantity
@@ -158,6 +159,10 @@ _BOUNDS = (
             "not less than")),
 )
 _BOUND_WORDS = tuple(sorted(((word, bound) for bound, words in _BOUNDS for word in words), key=lambda p: len(p[0]), reverse=True))
+_BOUND_WORDS_BY_LAST: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
+    last: tuple(pair for pair in _BOUND_WORDS if pair[0][-1] == last) for last in {word[-1] for word, _ in _BOUND_WORDS}
+})
+"""_BOUND_WORDS (longest first) by their last character: only those can end the text before a number."""
 _BOUNDED_KINDS = frozenset({Kind.COUNT, Kind.NUMBER, Kind.PERCENT, Kind.DURATION, Kind.SIZE, Kind.RATE})
 
 
@@ -168,7 +173,7 @@ def _bound(text: str, start: int) -> str:
     before = text[max(0, start - 24) : start].lower().rstrip()
     if not before or (not before[-1].isalpha() and before[-1] != "."):
         return ""
-    for word, bound in _BOUND_WORDS:
+    for word, bound in _BOUND_WORDS_BY_LAST.get(before[-1], ()):
         if before.endswith(word) and (len(before) == len(word) or not before[-len(word) - 1].isalnum()):
             return bound
     return ""

@@ -67,10 +67,22 @@ def fits(claim: Quantity, shown: float, shown_bound: str = "") -> bool:
     return abs(shown - value) <= slack + noise
 
 
-def _same_clock(claim: float, precision: float, shown: float) -> bool:
-    """A time at the stated precision: 14:02 is any 14:02:xx (truncation, like a clock shows it)."""
+def clock_slot(clock: float, precision: float) -> int:
+    """Which slot of the stated precision a time falls in: 14:02 is any 14:02:xx (truncation, like a clock shows
+    it), so two times are the same at a precision when their slots are."""
     precision = max(precision, 1e-3)
-    return math.floor(claim / precision + 1e-9) == math.floor(shown / precision + 1e-9)
+    return math.floor(clock / precision + 1e-9)
+
+
+def shown_clock(shown: Quantity) -> float | None:
+    """The time of day an evidence quantity shows (a date-time's or a time's), or None."""
+    clock = shown.clock if shown.kind is Kind.DATETIME else shown.value if shown.kind is Kind.TIME else None
+    return clock if isinstance(clock, float) else None
+
+
+def _same_clock(claim: float, precision: float, shown: float) -> bool:
+    """A time at the stated precision (see clock_slot)."""
+    return clock_slot(claim, precision) == clock_slot(shown, precision)
 
 
 def _same_day(claim: str, shown: str) -> bool:
@@ -95,8 +107,8 @@ def same_value(claim: Quantity, shown: Quantity) -> bool:
         shows = [shown.number] + ([shown.alt] if shown.alt is not None else [])
         return any(fits(c, s, shown.bound) for c in claims for s in shows)
     if kind is Kind.TIME:
-        clock = shown.clock if shown.kind is Kind.DATETIME else shown.value if shown.kind is Kind.TIME else None
-        return isinstance(clock, float) and _same_clock(claim.number, claim.tolerance, clock)
+        clock = shown_clock(shown)
+        return clock is not None and _same_clock(claim.number, claim.tolerance, clock)
     if kind is Kind.DATE:
         return shown.kind in DAY_KINDS and isinstance(value, str) and _same_day(value, str(shown.value))
     if kind is Kind.DATETIME:
