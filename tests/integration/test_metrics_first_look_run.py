@@ -99,7 +99,7 @@ async def test_the_metrics_ranking_is_cited_and_verified_over_the_embedded_folde
     metrics = {s["labels"]["metric"] for s in shown["series"]}
     assert {"hikaricp_connections_pending", "hikaricp_connections_timeout_total",
             "http_server_requests_error_ratio"} <= metrics
-    from_zero = [s for s in shown["series"] if s["labels"].get("baseline") == "zero"]
+    from_zero = [s for s in shown["series"] if s["labels"].get("change") == "from zero, window level"]
     assert {s["labels"]["metric"] for s in from_zero} >= {"http_server_requests_error_ratio"}
     assert not invented.valid
     assert {v.code for v in invented.violations} == {"NUMBER_NOT_IN_EVIDENCE"}

@@ -100,3 +100,29 @@ def test_an_alerts_start_is_the_window() -> None:
     question = alertmanager_question(AlertGroup.model_validate(payload))
     assert window_in(question, datetime(2026, 12, 1, 21, 30, tzinfo=UTC)) == datetime(2026, 12, 1, 20, 45, tzinfo=UTC)
     assert services_in(question) == ("order-service",)
+
+
+def test_the_ranking_reads_as_change_in_facts_and_words() -> None:
+    """Fallback facts, progress and Show evidence say what a ranking value is: a ratio to the time before, or the
+    window's level after zero before; the ranking's order is by how far each moved (from zero first)."""
+    from core.contracts.evidence import EvidenceStatus
+    from core.tools.metrics.first_look import moved_most_query, ranking_window
+    from core.tools.metrics.spec import MetricsSpec
+    from core.tools.metrics.words import series_sentence
+
+    def item(metric: str, value: float, change: str = "ratio to before") -> dict[str, object]:
+        return {"metric": "", "labels": {"change": change, "metric": metric, "service": "order-service"},
+                "unit": "", "kind": "unknown", "last": {"t": "2026-11-29T23:30:00Z", "v": value}, "points": []}
+
+    series = [item("hikaricp_connections_active", 2.86), item("hikaricp_connections_pending", 60.4),
+              item("http_server_requests_error_ratio", 0.601, "from zero, window level")]
+    arguments = {"query": moved_most_query("order-service", 1800), "instant": True}
+    assert ranking_window(arguments) == 1800
+    fact = MetricsSpec().fact(EvidenceStatus.EVIDENCE_FOUND, {"series": series, "count": 3}, arguments, frozenset())
+    assert fact.text.startswith("Of the series that moved most against the 30 minutes before the window, the http "
+                                "server requests error of order-service was 0.601 on average in the window, 0 "
+                                "in the 30 minutes before")
+    assert fact.lines[0] == ("the hikaricp connections pending of order-service was 60.4 times its level in the 30 "
+                             "minutes before")
+    assert series_sentence(series[0]) == ("the hikaricp connections active of order-service was 2.86 times its level "
+                                          "before the window")

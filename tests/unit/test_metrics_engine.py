@@ -102,7 +102,8 @@ async def test_the_first_look_ranking_on_hand_computed_series(tool: MetricsTool)
     """Window 23:00-00:00 against 22:00-23:00: pending 0 -> 6 (from zero), the 500s 0 -> 0.2/s (from zero), active
     4 -> 8 (twice), the 200s unchanged (left out)."""
     got = await _instant(tool, moved_most_query("a", 3600))
-    named = {dict(k)["metric"] + ("/zero" if dict(k).get("baseline") else ""): v for k, v in got.items()}
+    zero = "from zero, window level"
+    named = {dict(k)["metric"] + ("/zero" if dict(k).get("change") == zero else ""): v for k, v in got.items()}
     assert named["pool_active"] == pytest.approx(2, rel=0.02)
     assert named["pool_pending/zero"] == pytest.approx(6, rel=0.02)
     assert named["http_requests_total/zero"] == pytest.approx(0.2, rel=0.05)

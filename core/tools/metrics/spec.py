@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any
@@ -25,9 +26,19 @@ from core.tools.contract import (
     ToolSpec,
 )
 from core.tools.metrics.args import MetricsArgs
+from core.tools.metrics.first_look import ranking_window
 from core.tools.metrics.projection import fit_series
 from core.tools.metrics.tool import TOOL_NAME
-from core.tools.metrics.words import clock_words, series_sentence, series_title, subject_words, value_words
+from core.tools.metrics.words import (
+    FROM_ZERO,
+    change_of,
+    change_words,
+    clock_words,
+    series_sentence,
+    series_title,
+    subject_words,
+    value_words,
+)
 
 SERIES_BUDGET_BYTES = 7000
 """What the series may take of the default 8 KiB projection (the envelope and the window take the rest)."""
@@ -120,6 +131,9 @@ class MetricsSpec(ToolSpec):
         if status is EvidenceStatus.NO_EVIDENCE:
             return Fact(f"The metrics query {query} returned no series in the window — this does not show all is well.")
         series = [s for s in self.shown_items(projection) if isinstance(s, dict)]
+        seconds = ranking_window(arguments)
+        if seconds is not None and series:
+            return _ranking_fact(series, seconds)
         ranked = sorted(series, key=lambda s: _mentions(s, words), reverse=True)[:MAX_FACT_SERIES]
         count = int(projection.get("count") or len(series))
         head = series_sentence(ranked[0]) if ranked else f"the metrics query {query} returned {count} series"
@@ -167,6 +181,27 @@ class MetricsSpec(ToolSpec):
                 "start": arguments.get("start", ""), "end": arguments.get("end", "")}
 
 
+def _moved(item: Mapping[str, Any]) -> float:
+    """How far a ranking series moved: |ln(ratio)|, infinite from or to zero (-1 without a value)."""
+    mark = item.get("last") if isinstance(item.get("last"), Mapping) else {}
+    value = (mark or {}).get("v")
+    if change_of(item) == FROM_ZERO or value == 0:
+        return math.inf
+    if not isinstance(value, int | float) or value < 0:
+        return -1.0
+    return abs(math.log(value))
+
+
+def _ranking_fact(series: list[dict[str, Any]], seconds: int) -> Fact:
+    """The first look's ranking in words: what moved most, against the same length of time before the window."""
+    span = f"{seconds // 60} minutes" if seconds < 7200 else f"{seconds / 3600:g} hours"
+    before = f"in the {span} before"
+    ordered = [change_words(s, before) for s in sorted(series, key=_moved, reverse=True)[:MAX_FACT_SERIES]]
+    head = f"Of the series that moved most against the {span} before the window, {ordered[0]}"
+    more = f" ({len(series)} series listed)" if len(series) > 1 else ""
+    return Fact((head + more)[:400], lines=tuple(line[:200] for line in ordered[1:]))
+
+
 def _mentions(series: Mapping[str, Any], words: frozenset[str]) -> int:
     labels = series.get("labels") if isinstance(series.get("labels"), Mapping) else {}
     text = " ".join([str(series.get("metric", "")), *(str(v) for v in (labels or {}).values())]).lower()
@@ -184,5 +219,7 @@ def _line(item: Mapping[str, Any]) -> SeriesLine:
 
     labels = item.get("labels") if isinstance(item.get("labels"), Mapping) else {}
     title = series_title(item) if subject_words(labels or {}) else str(item.get("metric") or "series")
+    if (change := change_of(item)) is not None:
+        title = f"{title} ({change})"
     return SeriesLine(title=title, values=values, low=at("min"), high=at("max"), last=at("last"),
                       marks=(f"first {at('first')}", f"peak {at('max')}"))

@@ -9,6 +9,12 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+METRIC_LABEL = "metric"
+CHANGE_LABEL = "change"
+RATIO_CHANGE = "ratio to before"
+FROM_ZERO = "from zero, window level"
+"""The labels of the first look's ranking (core/tools/metrics/first_look.py): the metric's name, and what the value
+is (the window's level over the level before it, or the window's level when the level before was zero)."""
 SUBJECT_LABELS = ("service", "app", "application", "job", "instance", "pod", "container", "pool", "route", "status",
                   "code", "quantile", "le", "mode", "device")
 _UNIT_WORDS = ("seconds", "bytes", "ratio", "percent", "total", "count", "sum", "info")
@@ -84,9 +90,11 @@ def _quantile(value: Any) -> str:
 
 
 def series_title(item: Mapping[str, Any]) -> str:
-    """'http server requests error ratio of checkout-api'."""
-    what = metric_words(str(item.get("metric") or "value"), str(item.get("unit") or ""))
+    """'http server requests error ratio of checkout-api' (a computed series' name from its `metric` label, which
+    label_replace keeps where functions drop `__name__`)."""
     labels = item.get("labels") if isinstance(item.get("labels"), Mapping) else {}
+    name = item.get("metric") or (labels or {}).get(METRIC_LABEL) or "value"
+    what = metric_words(str(name), str(item.get("unit") or ""))
     whose = subject_words(labels or {})
     return f"{what} of {whose}" if whose else what
 
@@ -125,4 +133,30 @@ def movement_words(item: Mapping[str, Any]) -> str:
 
 def series_sentence(item: Mapping[str, Any]) -> str:
     """'the http server requests error ratio of checkout-api rose from 0 % at 22:30 to 57 % at 23:30, peak ...'."""
+    if change_of(item) is not None:
+        return change_words(item)
     return f"the {series_title(item)} {movement_words(item)}"
+
+
+def change_of(item: Mapping[str, Any]) -> str | None:
+    """RATIO_CHANGE or FROM_ZERO for a series of the first look's ranking, else None."""
+    labels = item.get("labels") if isinstance(item.get("labels"), Mapping) else {}
+    change = (labels or {}).get(CHANGE_LABEL)
+    return str(change) if change in (RATIO_CHANGE, FROM_ZERO) and not item.get("metric") else None
+
+
+def change_words(item: Mapping[str, Any], before: str = "before the window") -> str:
+    """A series of the first look's ranking (core/tools/metrics/first_look.py) in words: its value is its level in
+    the window over its level `before`, or (FROM_ZERO) its level in the window after zero before."""
+    value, _ = _at(item, "last")
+    title = series_title(item)
+    if not isinstance(value, int | float):
+        return f"the {title} had no value"
+    if change_of(item) == FROM_ZERO:
+        labels = item.get("labels") if isinstance(item.get("labels"), Mapping) else {}
+        rate = str((labels or {}).get(METRIC_LABEL, "")).endswith(("_total", "_count", "_sum"))
+        level = f"{_digits(float(value))}/s" if rate else f"{_digits(float(value))} on average"
+        return f"the {title} was {level} in the window, 0 {before}"
+    if value == 0:
+        return f"the {title} fell to 0 from its level {before}"
+    return f"the {title} was {_digits(float(value))} times its level {before}"
