@@ -184,3 +184,12 @@ def test_sums_of_infinities_are_prometheus_floats() -> None:
     assert math.isnan(total([math.inf, -math.inf]))
     assert total([1e308, 1e308]) == math.inf
     assert total([0.1] * 10) == 1.0
+
+
+async def test_a_window_without_data_is_no_free_loop(tool: MetricsTool) -> None:
+    """Steps that find no sample still count: a fine subquery over a month of range query before the data stops at
+    the budget instead of looping for minutes."""
+    with pytest.raises(ToolFailure) as failed:
+        await tool.run(MetricsArgs(query="max_over_time(pool_active[3h:1s])", start=END - timedelta(days=30),
+                                   end=END - timedelta(days=1), step=240))
+    assert failed.value.code == "METRICS_TOO_MANY_SAMPLES"

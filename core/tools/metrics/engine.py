@@ -33,8 +33,9 @@ from core.tools.metrics.series import Series
 
 LOOKBACK_S = 300.0
 """Prometheus' default `--query.lookback-delta`: a selector sees the latest sample at most this old."""
-MAX_SAMPLES = 2_000_000
-"""Samples one query may read (Prometheus' `--query.max-samples` is 50 M; the folder is small)."""
+MAX_SAMPLES = 5_000_000
+"""Samples one query may read, each series a selector looks at counting one at least (so a window without data is
+no free loop either): about 1.5 s of CPU. Prometheus' `--query.max-samples` is 50 M; the folder is small."""
 DEFAULT_SUBQUERY_STEP_S = 60.0
 
 Labels = tuple[tuple[str, str], ...]
@@ -100,7 +101,7 @@ class Select(Node):
             i = bisect_right(s.times, at_t) - 1
             if i >= 0 and at_t - s.times[i] <= LOOKBACK_S:
                 out[_labels(s.name, s.labels)] = s.values[i]
-        budget.spend(len(out))
+        budget.spend(max(1, len(self.series)))  # the work, found or not: an empty window is no free loop
         return out
 
 
@@ -122,6 +123,7 @@ class SelectRange(RangeNode):
     def matrix(self, t: float, budget: Budget) -> Matrix:
         end = t - self.offset_s
         out: Matrix = {}
+        budget.spend(max(1, len(self.series)))
         for s in self.series:
             lo, hi = bisect_left(s.times, end - self.range_s), bisect_right(s.times, end)
             if hi > lo:
@@ -145,7 +147,7 @@ class Subquery(RangeNode):
             at = first + k * self.step_s
             value = self.inner.instant(at, budget)
             if not isinstance(value, dict):
-                raise Unsupported("a subquery of a scalar")
+                raise ToolFailure("METRICS_BAD_QUERY", "a subquery needs an instant vector, not a scalar.")
             for labels, v in value.items():
                 out.setdefault(labels, []).append((at, v))
             k += 1
