@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -54,6 +54,16 @@ class CanonicalStore(Protocol):
 
     async def list_run(self, run_id: str, *, with_raw: bool = False) -> list[CanonicalRecord]:
         """All records of a run, in call order."""
+        ...
+
+
+@runtime_checkable
+class PendingClaims(Protocol):
+    """A canonical store that claims a call id and writes its first record in one step (both stores of
+    core/stores/canonical.py); ToolBoundary falls back to reserve then put for any other."""
+
+    async def reserve_pending(self, record: CanonicalRecord) -> bool:
+        """reserve(record's run, record's id), then put(record) only when claimed; False when the id was used."""
         ...
 
 

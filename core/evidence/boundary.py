@@ -33,7 +33,7 @@ from core.evidence.raw_cap import DEFAULT_RAW_MAX_BYTES, cap_raw
 from core.evidence.redaction import Redactor
 from core.evidence.subjects import cut_words
 from core.observability.metrics import Metrics
-from core.ports import AuditStore, CanonicalStore
+from core.ports import AuditStore, CanonicalStore, PendingClaims
 from core.run import DeadlinePassed, RunCancelled, RunContext, bounded
 from core.tools.contract import InvalidArguments, Tool, ToolSpec
 from core.tools.native import as_tool
@@ -99,6 +99,7 @@ class ToolBoundary:
         self._redactor = redactor or Redactor()
         self._tools: dict[str, Tool[Any]] = {str(name): as_tool(tool) for name, tool in tools.items()}
         self._canonical = canonical
+        self._claims_pending = canonical if isinstance(canonical, PendingClaims) else None
         self._audit = audit
         self._max_bytes = projection_max_bytes
         self._raw_max_bytes = raw_max_bytes
@@ -120,20 +121,23 @@ class ToolBoundary:
         """Run one tool call and return its bounded projection JSON (ERROR projection for every failure)."""
         started_at = datetime.now(UTC)
         spec = current_registry().find(name) if isinstance(name, str) else None
+        parsed = self._parse_arguments(arguments)
+        tool = self._tools.get(name)
+        valid = self._valid(spec, tool, parsed)
+        if valid is not None and self._claims_pending is not None and self._admission_error(ctx) is None:
+            return await self._invoke_valid(ctx, tool_call_id, _Call(ctx, "", name, spec, started_at), valid)
         try:
             call_id = await self._claim_id(ctx.run_id, tool_call_id)
         except StoreUnavailable:
             call = _Call(ctx, mint_call_id(), name, spec, started_at)
             return await self._store_down(call)
         call = _Call(ctx, call_id, name, spec, started_at)
-        parsed = self._parse_arguments(arguments)
         call.arguments = parsed if isinstance(parsed, dict) else {}
 
         refusal = self._admission_error(ctx)
         if refusal is not None:
             return await self._finish(call, None, refusal)
         self._admit(call)
-        tool = self._tools.get(name)
         if spec is None:
             registry = current_registry()
             known = ", ".join(dict.fromkeys([*self._tools, *(s.name for s in registry.specs() if s.args_model)]))
@@ -158,6 +162,54 @@ class ToolBoundary:
         if isinstance(outcome, ToolError):
             return await self._finish(call, None, outcome)
         return await self._finish(call, outcome, None)
+
+    @staticmethod
+    def _valid(spec: ToolSpec | None, tool: Tool[Any] | None, parsed: dict[str, Any] | ToolError
+               ) -> tuple[dict[str, Any], Any] | None:
+        """(arguments, validated args) of a call that will run, or None (unknown, unconfigured, invalid: those take
+        the general path, which claims the id first and records the refusal)."""
+        if spec is None or tool is None or isinstance(parsed, ToolError):
+            return None
+        try:
+            return parsed, tool.validate(parsed)
+        except InvalidArguments:
+            return None
+
+    async def _invoke_valid(self, ctx: RunContext, provider_id: str | None, call: _Call,
+                            valid: tuple[dict[str, Any], Any]) -> dict[str, Any]:
+        """A call that will run: admitted, then its id claimed and its PENDING record written in one store step
+        (one round trip where the general path makes two); the rest as invoke."""
+        assert self._claims_pending is not None
+        assert call.spec is not None
+        call.arguments, args = valid
+        tool = self._tools[call.name]
+        call.effective = tool.effective(args)
+        self._admit(call)
+        try:
+            await self._claim_pending(ctx.run_id, provider_id, call)
+        except StoreUnavailable:
+            # As when the claim fails on the general path: not admitted, reported under a fresh id.
+            ctx.tool_calls -= 1
+            ctx.observation_bytes -= call.reserved_bytes
+            return await self._store_down(_Call(ctx, mint_call_id(), call.name, call.spec, call.started_at))
+        await self._progress(call, ProgressStage.TOOL_STARTED)
+        outcome = await self._run(call, tool, args)
+        if isinstance(outcome, ToolError):
+            return await self._finish(call, None, outcome)
+        return await self._finish(call, outcome, None)
+
+    async def _claim_pending(self, run_id: str, provider_id: str | None, call: _Call) -> None:
+        """Claim the provider's id (or, when it is malformed or used, a fresh one) with the PENDING record."""
+        assert self._claims_pending is not None
+        if provider_id and _PROVIDER_ID.fullmatch(provider_id):
+            call.call_id = provider_id
+            if await self._claims_pending.reserve_pending(self._record(call, InvocationState.PENDING)):
+                return
+        for _ in range(_MINT_ATTEMPTS):
+            call.call_id = mint_call_id()
+            if await self._claims_pending.reserve_pending(self._record(call, InvocationState.PENDING)):
+                return
+        raise StoreUnavailable("canonical store", "could not reserve a fresh tool call id")
 
     # ---- steps ---------------------------------------------------------------------------------
 

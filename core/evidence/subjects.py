@@ -9,7 +9,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from core.evidence.redaction import redact
+from core.evidence.redaction import Redactor
 
 _SPACE = re.compile(r"\s+")
 # A SQL-ish token: a quoted literal (with '' escapes) or a quoted identifier counts as one token.
@@ -31,9 +31,14 @@ def overlap(text: str, words: frozenset[str]) -> int:
     return len(words & set(_WORD.findall(text.lower()))) if words else 0
 
 
+_REDACTOR = Redactor()
+"""One memo for the process: subjects and labels repeat (the first look asks the same queries every run, each call's
+subject is built when it starts, when it ends and for the report's sources)."""
+
+
 def flat(text: Any) -> str:
     """Whitespace collapsed and secrets redacted."""
-    return redact(_SPACE.sub(" ", str(text)).strip())
+    return _REDACTOR.redact(_SPACE.sub(" ", str(text)).strip())
 
 
 def shorten(text: Any, limit: int) -> str:

@@ -68,6 +68,14 @@ class InMemoryCanonicalStore:
         ids.add(tool_call_id)
         return True
 
+    async def reserve_pending(self, record: CanonicalRecord) -> bool:
+        """reserve and put in one step: claim the record's id for its run and write it; False (nothing written) if the
+        id was used in that run."""
+        if not await self.reserve(record.run_id, record.tool_call_id):
+            return False
+        await self.put(record)
+        return True
+
     async def put(self, record: CanonicalRecord) -> None:
         """Create or replace a record (with the store's TTL)."""
         key = (record.run_id, record.tool_call_id)
@@ -109,6 +117,19 @@ redis.call('EXPIRE', KEYS[4], ARGV[5])
 return 1
 """
 
+# reserve then put of a new call's first (PENDING) record, in one script: nothing is written when the id was used.
+# KEYS and ARGV as _PUT's. Returns 1 when claimed and written, 0 when the id was taken.
+_RESERVE_PUT = """
+local added = redis.call('SADD', KEYS[3], ARGV[3])
+redis.call('EXPIRE', KEYS[3], ARGV[5])
+if added == 0 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[5])
+if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2], 'EX', ARGV[5]) end
+redis.call('ZADD', KEYS[4], 'NX', ARGV[4], ARGV[3])
+redis.call('EXPIRE', KEYS[4], ARGV[5])
+return 1
+"""
+
 # KEYS: order zset; ARGV: record-key prefix, raw-key prefix ('' = no raw results). A run's index and its records in
 # one round trip: {ids, records, raws} (missing records are nil). A run holds at most DIAG_MAX_TOOL_CALLS records,
 # far below Lua's unpack limit.
@@ -137,6 +158,7 @@ class RedisCanonicalStore:
         self._reserve = client.register_script(_RESERVE)
         self._put = client.register_script(_PUT)
         self._list = client.register_script(_LIST)
+        self._reserve_put = client.register_script(_RESERVE_PUT)
 
     def record_key(self, run_id: str, tool_call_id: str) -> str:
         """Redis key of one record."""
@@ -165,14 +187,24 @@ class RedisCanonicalStore:
                                                             args=[tool_call_id, self._ttl_s]))
         return int(added) == 1
 
-    async def put(self, record: CanonicalRecord) -> None:
-        """Write the record with the TTL and index it in call order, atomically (one script)."""
+    def _put_parts(self, record: CanonicalRecord) -> tuple[list[str], list[str | int]]:
         run_id, call_id = record.run_id, record.tool_call_id
         data, raw = _split(record)
         keys = [self.record_key(run_id, call_id), self.raw_key(run_id, call_id), self._ids_key(run_id),
                 self._order_key(run_id)]
-        args: list[str | int] = [data, raw or "", call_id, repr(record.started_at.timestamp()), self._ttl_s]
+        return keys, [data, raw or "", call_id, repr(record.started_at.timestamp()), self._ttl_s]
+
+    async def put(self, record: CanonicalRecord) -> None:
+        """Write the record with the TTL and index it in call order, atomically (one script)."""
+        keys, args = self._put_parts(record)
         await self._call(lambda: self._put(keys=keys, args=args))
+
+    async def reserve_pending(self, record: CanonicalRecord) -> bool:
+        """reserve and put in one script (one round trip instead of two for every tool call): claim the record's id
+        for its run and write the record; False, with nothing written, when the id was used in that run."""
+        keys, args = self._put_parts(record)
+        added: Any = await self._call(lambda: self._reserve_put(keys=keys, args=args))
+        return int(added) == 1
 
     async def get_many(
         self, run_id: str, tool_call_ids: Sequence[str], *, with_raw: bool = False

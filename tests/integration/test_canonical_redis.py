@@ -90,6 +90,34 @@ async def test_put_marks_the_id_as_used(redis_client: aioredis.Redis, key_prefix
     assert await store.reserve("run-1", "call_a") is False
 
 
+@pytest.mark.parametrize("store_kind", ["redis", "memory"])
+async def test_reserve_pending_claims_and_writes_once(redis_client: aioredis.Redis, key_prefix: str,
+                                                      store_kind: str) -> None:
+    """reserve_pending is reserve then put in one step: of concurrent claims of one id exactly one writes its
+    record; a used id (reserved, or written by put) is refused with nothing written; the record is listed in order."""
+    from core.stores.canonical import InMemoryCanonicalStore
+
+    store = RedisCanonicalStore(redis_client, prefix=key_prefix, ttl_s=600) if store_kind == "redis" \
+        else InMemoryCanonicalStore()
+    records = [_record("call_x").model_copy(update={"arguments": {"n": i}}) for i in range(10)]
+    results = await asyncio.gather(*(store.reserve_pending(r) for r in records))
+    assert results.count(True) == 1
+    [stored] = await store.list_run("run-1")
+    assert stored == records[results.index(True)]
+    assert await store.reserve("run-1", "call_x") is False
+    assert await store.reserve("run-1", "call_y") is True
+    assert await store.reserve_pending(_record("call_y")) is False
+    await store.put(_record("call_z", 5))
+    assert await store.reserve_pending(_record("call_z", 9).model_copy(update={"arguments": {}})) is False
+    assert [r.tool_call_id for r in await store.list_run("run-1")] == ["call_x", "call_z"]
+    kept = (await store.get_many("run-1", ["call_z"]))["call_z"]
+    assert kept is not None
+    assert kept.arguments == {"service": "order-service"}
+    if store_kind == "redis":
+        assert 590 <= await redis_client.ttl(f"{key_prefix}inv:run-1:call_x") <= 600
+        assert 590 <= await redis_client.ttl(f"{key_prefix}run:run-1:order") <= 600
+
+
 async def test_get_many_is_one_mget(counting_client: CountingRedis, key_prefix: str) -> None:
     """Reading ten records (some missing, duplicates asked twice) costs exactly one MGET command."""
     store = RedisCanonicalStore(counting_client, prefix=key_prefix)

@@ -437,6 +437,27 @@ async def test_canonical_store_down_gives_store_unavailable(reserve_ok: bool) ->
     assert projection["evidence_blocks"] == []
 
 
+class DownPendingStore(DownStore):
+    """A store that claims and writes in one step (as both real stores do), with its Redis gone."""
+
+    async def reserve_pending(self, record: CanonicalRecord) -> bool:
+        raise StoreUnavailable("canonical store (Redis)", "ConnectionError")
+
+
+async def test_store_down_at_the_one_step_claim_is_not_a_counted_call() -> None:
+    """A valid call whose claim-and-write fails: STORE_UNAVAILABLE under a fresh id, the result withheld, and the
+    call's admission undone as when a separate claim fails."""
+    tool = FakeTool(KB, _found())
+    h = Harness(tool, canonical=DownPendingStore(reserve_ok=True))
+    projection = await h.call(call_id="call_given")
+    PROJECTION.validate_python(projection)
+    assert projection["error"]["code"] == "STORE_UNAVAILABLE"
+    assert projection["tool_call_id"] != "call_given"
+    assert h.ctx.tool_calls == 0
+    assert h.ctx.observation_bytes == projection_size(projection)
+    assert tool.calls == []
+
+
 class BrokenAudit(InMemoryAuditStore):
     async def record_invocation(self, meta: Any) -> None:
         raise ConnectionError("sql down")
