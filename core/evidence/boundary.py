@@ -78,6 +78,8 @@ class _Call:
     reserved_bytes: int = 0
     max_bytes: int = MIN_PROJECTION_BYTES
     raw_bytes: int = 0
+    projected: tuple[dict[str, Any], int] | None = None
+    """The result's projection and its size, made in the same worker thread as its capping (one hop, not two)."""
 
 
 class ToolBoundary:
@@ -288,8 +290,8 @@ class ToolBoundary:
             return ToolError(code="TIMEOUT", message=f"{name} did not answer within {timeout:.1f} s.")
         if failure is None:
             if isinstance(result, RawResult):
-                # Serialising and capping a big result is CPU work: off the event loop, so acks stay fast.
-                return await asyncio.to_thread(self._measured, call, result, self._raw_max_bytes)
+                # Serialising, capping and projecting a big result is CPU work: off the event loop, so acks stay fast.
+                return await asyncio.to_thread(self._measured_projected, call, result)
             logger.warning("tool %s returned %s instead of RawResult", name, type(result).__name__)
         elif isinstance(failure, ToolFailure):
             return ToolError(code=failure.code, message=failure.message)
@@ -297,6 +299,13 @@ class ToolBoundary:
             logger.warning("tool %s call %s raised %s", name, call.call_id, type(failure).__name__)
             logger.debug("tool %s failure detail", name, exc_info=failure)
         return ToolError(code="BACKEND_ERROR", message=f"The {name} backend failed unexpectedly; this call is not evidence.")
+
+    def _measured_projected(self, call: _Call, raw: RawResult) -> RawResult | ToolError:
+        """_measured, then the capped result's projection for _finish (in the caller's worker thread)."""
+        capped = self._measured(call, raw, self._raw_max_bytes)
+        if isinstance(capped, RawResult):
+            call.projected = self._project(call, capped, None)
+        return capped
 
     @staticmethod
     def _measured(call: _Call, raw: RawResult, max_bytes: int) -> RawResult | ToolError:
@@ -356,6 +365,8 @@ class ToolBoundary:
             call.effective = {**call.effective, **to_jsonable_python(raw.effective_arguments, fallback=str)}
         if raw is None:
             projection, size = self._project(call, raw, error)
+        elif call.projected is not None and error is None:  # made with the capping, off the event loop
+            projection, size = call.projected
         else:  # redaction and bounding of a real result is CPU work: off the event loop
             projection, size = await asyncio.to_thread(self._project, call, raw, error)
         _note_untrusted(call.ctx, projection)
