@@ -19,10 +19,12 @@ from core.contracts.evidence import CanonicalRecord
 from core.contracts.release import Derivation
 from core.guard.inputs import Finding, GuardInput, dependent_items
 from core.guard.quantities.derive import Stated, derive
-from core.guard.quantities.evidence import LIMIT_ARGUMENTS, CallEvidence, search_forms
+from core.guard.quantities.evidence import CallEvidence
 from core.guard.quantities.exact import exact_forms
 from core.guard.quantities.explain import explain
 from core.guard.quantities.extract import extract_with_text, is_limit_statement
+from core.guard.quantities.extras import LIMIT_ARGUMENTS
+from core.guard.quantities.forms import search_forms
 from core.guard.quantities.match import Context, grounds
 from core.guard.quantities.model import CLOCK_KINDS, DAY_KINDS, NUMERIC_KINDS, Origin, Quantity, Shown
 from core.guard.quantities.series_cues import series_stat

@@ -188,7 +188,7 @@ class GuardInput:
     read the same calls)."""
     moments: dict[str, tuple[Quantity, ...]] = field(default_factory=dict)
     """Window text (a start or end) -> its quantities, for this check only: the calls of a run mostly search the
-    same window, so each bound is parsed once (core/guard/quantities/evidence.py)."""
+    same window, so each bound is parsed once (core/guard/quantities/extras.py)."""
 
     @classmethod
     def build(
