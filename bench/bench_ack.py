@@ -8,13 +8,19 @@ real HTTP (distinct event_ids and ts): first 200 to fill (diagbot: 200 runs in f
 a progress edit), then paced rounds (50/s, alternating the apps), a saturated burst (4 concurrent) that brings
 diagbot to 1,000 runs in flight, and paced rounds again at 1,000 in flight. Prints p50/p99 per app and load,
 the ratios to the bare app, and the goals: paced p99 <= 1.5x the bare app with the runs in the same process, and
-<= 50 ms with 1,000 in flight.
+<= 50 ms with 1,000 in flight; and each app's CPU time per request.
 
-Run: python bench/bench_ack.py
+diagbot (both kinds) is served as `diagbot serve` serves it: from its ingress thread (bot/ingress.py). With
+--one-loop a fourth app, 'one-loop', is diagbot with runs served from its main loop as before that thread, measured
+in the same alternating rounds. With --run-cpu-ms N each run does N ms of pure-Python work on the main loop in one
+piece when it starts (what a cold guard check or a big redaction is), so the ack path's exposure to it shows.
+
+Run: python bench/bench_ack.py [--one-loop] [--run-cpu-ms 4]
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hashlib
 import hmac
@@ -38,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import cost_account
 
 from bot.app import build_bot
+from bot.health import Readiness
+from bot.ingress import IngressThread, MainLoop, ingress_app
 from bot.serve import build_web_app
 from core.contracts.evidence import EvidenceStatus
 from core.contracts.progress import ProgressStage, ProgressUpdate, ToolProgress
@@ -61,17 +69,29 @@ maximum), as the app did before turns went through the job queue, instead of que
 RATE = 50
 ROUNDS = 4
 KINDS = ("diagbot", "events-only", "bare")
+ONE_LOOP = "one-loop"
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
-class SlowChat:
-    """A ChatServicePort whose runs report progress once and then take minutes (until cancelled)."""
+def busy(ms: float) -> None:
+    """Pure-Python work holding the GIL for `ms` (a run's guard check, redaction or rendering)."""
+    end = time.thread_time() + ms / 1000
+    while time.thread_time() < end:
+        pass
 
-    def __init__(self) -> None:
+
+class SlowChat:
+    """A ChatServicePort whose runs report progress once and then take minutes (until cancelled); with `cpu_ms`,
+    each run first does that much CPU-bound work on the loop, in one piece."""
+
+    def __init__(self, cpu_ms: float = 0.0) -> None:
         self.started = 0
+        self.cpu_ms = cpu_ms
 
     async def handle(self, turn: Turn, progress: ProgressSink | None = None) -> ReleaseOutcome:
         self.started += 1
+        if self.cpu_ms:
+            busy(self.cpu_ms)
         run_id = f"run_{self.started}"
         if progress is not None:
             await progress.update(run_id, ProgressUpdate(stage=ProgressStage.TOOL_FINISHED, tool=ToolProgress(
@@ -149,37 +169,13 @@ def serve_fake_slack(port_queue: Any) -> None:
     asyncio.run(run())
 
 
-def serve_app(kind: str, slack_url: str, redis_url: str, port_queue: Any) -> None:
+def serve_app(kind: str, slack_url: str, redis_url: str, cpu_ms: float, port_queue: Any) -> None:
     """Process: diagbot working its runs (kind='diagbot'), diagbot taking events only ('events-only': enqueue on
-    Redis, no worker) or a bare Bolt app ('bare') on a free local port."""
+    Redis, no worker) or a bare Bolt app ('bare') on a free local port. diagbot serves from its ingress thread, as
+    `diagbot serve` does (bot/ingress.py); 'one-loop' is 'diagbot' served from its main loop as before the ingress
+    thread (--one-loop); the bare app serves from its one loop."""
 
-    async def run() -> None:
-        if kind != "bare":
-            settings = Settings(slack_bot_token=SecretStr("xoxb-bench"), slack_signing_secret=SecretStr(SECRET),
-                                slack_api_url=slack_url, diag_worker_concurrency=min(RUNS, 1000),
-                                diag_queue_max=100_000)
-            chat = SlowChat()
-            queue = None
-            if kind == "events-only":  # as `diagbot serve` with DIAG_SERVE_RUNS=false builds it
-                queue = RedisJobQueue(redis_client_from_url(redis_url), f"bench-ack:{time.time_ns()}:")
-            bot = build_bot(settings, chat, InMemoryKV(), queue=queue, work=kind == "diagbot")
-            web_app = build_web_app(bot.app)
-
-            async def in_flight(_: web.Request) -> web.Response:
-                # turns go through the job queue: jobs.in_flight counts queued and running ones; a SlowChat run
-                # never ends, so the runs started are the runs active
-                return web.json_response({"in_flight": bot.deps.jobs.in_flight, "active": chat.started})
-
-            web_app.router.add_get("/in-flight", in_flight)
-        else:
-            bare = AsyncApp(signing_secret=SECRET, client=AsyncWebClient(token="xoxb-bench", base_url=slack_url))
-
-            @bare.event("app_mention")
-            async def nothing() -> None:
-                return None
-
-            web_app = bare.web_app(path="/slack/events")
-        tune_gc()  # as `diagbot serve` does; applied to the bare app too, so only the adapter differs
+    async def serve_here(web_app: web.Application) -> None:
         runner = web.AppRunner(web_app, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
@@ -187,7 +183,53 @@ def serve_app(kind: str, slack_url: str, redis_url: str, port_queue: Any) -> Non
         port_queue.put(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
         await asyncio.Event().wait()
 
+    async def run() -> None:
+        tune_gc()  # as `diagbot serve` does; applied to the bare app too, so only the adapter differs
+        if kind == "bare":
+            bare = AsyncApp(signing_secret=SECRET, client=AsyncWebClient(token="xoxb-bench", base_url=slack_url))
+
+            @bare.event("app_mention")
+            async def nothing() -> None:
+                return None
+
+            web_app = bare.web_app(path="/slack/events")
+            web_app.router.add_get("/in-flight", cpu_only)
+            await serve_here(web_app)
+        settings = Settings(slack_bot_token=SecretStr("xoxb-bench"), slack_signing_secret=SecretStr(SECRET),
+                            slack_api_url=slack_url, diag_worker_concurrency=min(RUNS, 1000),
+                            diag_queue_max=100_000)
+        chat = SlowChat(cpu_ms)
+        queue = None
+        if kind == "events-only":  # as `diagbot serve` with DIAG_SERVE_RUNS=false builds it
+            queue = RedisJobQueue(redis_client_from_url(redis_url), f"bench-ack:{time.time_ns()}:")
+        bot = build_bot(settings, chat, InMemoryKV(), queue=queue, work=kind != "events-only")
+        main = MainLoop(asyncio.get_running_loop())
+
+        async def in_flight(_: web.Request) -> web.Response:
+            # turns go through the job queue: jobs.in_flight counts queued and running ones; a SlowChat run
+            # never ends, so the runs started are the runs active
+            return web.json_response({"in_flight": bot.deps.jobs.in_flight, "active": chat.started,
+                                      "cpu_s": time.process_time()})
+
+        def build() -> web.Application:
+            app = ingress_app(bot.app, main, Readiness([]), path="/slack/events", signing_secret=SECRET,
+                              body_timeout_s=5.0)
+            app.router.add_get("/in-flight", main.relay(in_flight))
+            return app
+
+        if kind == "one-loop":
+            web_app = build_web_app(bot.app)
+            web_app.router.add_get("/in-flight", in_flight)
+            await serve_here(web_app)
+        port_queue.put(await IngressThread(build, "127.0.0.1", 0).start())
+        await asyncio.Event().wait()
+
     asyncio.run(run())
+
+
+async def cpu_only(_: web.Request) -> web.Response:
+    """The bare app's /in-flight: its process CPU time only."""
+    return web.json_response({"in_flight": 0, "active": 0, "cpu_s": time.process_time()})
 
 
 async def paced(session: aiohttp.ClientSession, url: str, start: int, count: int, prefix: str) -> list[float]:
@@ -242,6 +284,15 @@ async def active(session: aiohttp.ClientSession, port: int, when: str) -> None:
     print(f"diagbot turns in flight {when}: {counts['in_flight']} (runs active: {counts['active']})")
 
 
+async def cpu_s(session: aiohttp.ClientSession, ports: dict[str, int]) -> dict[str, float]:
+    """Each app process's CPU time so far (user + system, all its threads)."""
+    found = {}
+    for kind, port in ports.items():
+        async with session.get(f"http://127.0.0.1:{port}/in-flight") as resp:
+            found[kind] = float((await resp.json())["cpu_s"])
+    return found
+
+
 async def paced_rounds(session: aiohttp.ClientSession, ports: dict[str, int], start: int) -> dict[str, list[float]]:
     """ROUNDS paced rounds per app, alternating the apps so machine noise (shared cores) falls on all alike."""
     found: dict[str, list[float]] = {kind: [] for kind in ports}
@@ -255,16 +306,19 @@ async def paced_rounds(session: aiohttp.ClientSession, ports: dict[str, int], st
     return found
 
 
-async def measure(slack_url: str, redis_url: str, procs: list[Any]) -> tuple[dict[str, list[float]], ...]:
+async def measure(slack_url: str, redis_url: str, kinds: tuple[str, ...], cpu_ms: float,
+                  procs: list[Any]) -> tuple[dict[str, list[float]], dict[str, list[float]], dict[str, list[float]],
+                                             dict[str, float]]:
     ports = {}
-    for kind in KINDS:
-        proc, ports[kind] = start(serve_app, kind, slack_url, redis_url)
+    for kind in kinds:
+        proc, ports[kind] = start(serve_app, kind, slack_url, redis_url, cpu_ms)
         procs.append(proc)
     async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=64)) as session:
         for kind, port in ports.items():
             await fill(session, port, kind[0])
         await asyncio.sleep(3.0)  # placeholders and first progress edits of the first wave go out
         await active(session, ports["diagbot"], "before measuring")
+        cpu_before = await cpu_s(session, ports)
         paced_ms = await paced_rounds(session, ports, IN_FLIGHT)
         saturated_ms: dict[str, list[float]] = {}
         n = IN_FLIGHT + MEASURED
@@ -274,26 +328,38 @@ async def measure(slack_url: str, redis_url: str, procs: list[Any]) -> tuple[dic
         await active(session, ports["diagbot"], "after the saturated burst")
         paced_full = await paced_rounds(session, ports, IN_FLIGHT + 2 * MEASURED)
         await active(session, ports["diagbot"], "at the end")
-    return paced_ms, saturated_ms, paced_full
+        cpu_after = await cpu_s(session, ports)
+    per_request = {kind: (cpu_after[kind] - cpu_before[kind]) * 1000 / (3 * MEASURED) for kind in ports}
+    return paced_ms, saturated_ms, paced_full, per_request
 
 
 async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--one-loop", action="store_true", help="also measure diagbot served from its main loop")
+    parser.add_argument("--run-cpu-ms", type=float, default=0.0, help="CPU-bound work per run on the main loop")
+    args = parser.parse_args()
+    kinds = (*KINDS[:1], ONE_LOOP, *KINDS[1:]) if args.one_loop else KINDS
     slack_proc, slack_port = start(serve_fake_slack)
     slack_url = f"http://127.0.0.1:{slack_port}/api/"
     procs = [slack_proc]
     try:
         with cost_account.private_redis() as private_url:
-            paced_ms, saturated_ms, paced_full = await measure(slack_url, private_url or REDIS_URL, procs)
+            paced_ms, saturated_ms, paced_full, cpu_ms = await measure(slack_url, private_url or REDIS_URL, kinds,
+                                                                       args.run_cpu_ms, procs)
     finally:
         for proc in procs:
             proc.terminate()
             proc.join()
     print(f"{MEASURED} requests per app and load; every request starts one more long run in diagbot (events-only: "
-          f"one more queued turn); load average {os.getloadavg()[0]:.2f} (2 cores, shared)")
+          f"one more queued turn); load average {os.getloadavg()[0]:.2f} (2 cores, shared); CPU-bound work per run: "
+          f"{args.run_cpu_ms:g} ms")
     ratios = show(f"paced {RATE}/s, {ROUNDS} alternating rounds, 200-600 runs in flight", paced_ms)
     show(f"saturated, {CONCURRENCY} concurrent (throughput-bound: includes each run's Slack posts), 600-1000 in "
          f"flight", saturated_ms)
     show(f"paced {RATE}/s again, 1000 runs in flight (and 400 queued)", paced_full)
+    print("\nCPU per request over the three measured phases (process user+system, every thread; diagbot: the "
+          "ack and its run's placeholder and progress edit): "
+          + ", ".join(f"{kind} {ms:.2f} ms" for kind, ms in cpu_ms.items()))
     met = ratios["diagbot"] <= 1.5 and pct(paced_ms["diagbot"], 99) <= 50
     full_p99 = {kind: pct(paced_full[kind], 99) for kind in ("diagbot", "events-only")}
     print(f"\ngoal (paced, runs in the same process: p99 <= 1.5x the bare app): {'met' if met else 'NOT met'} - "

@@ -83,6 +83,15 @@ class AlertWebhook:
         self._token = token.encode() if token else None
 
     @property
+    def spawn(self) -> Spawn:
+        """Where the work after the ack goes."""
+        return self._spawn
+
+    def spawning_with(self, spawn: Spawn) -> AlertWebhook:
+        """The same webhook handing its work after the ack to `spawn` (bot/ingress.py: onto the main loop)."""
+        return AlertWebhook(self._intake, spawn, self._metrics)
+
+    @property
     def enabled(self) -> bool:
         return self._token is not None
 

@@ -19,6 +19,7 @@ from slack_sdk.errors import SlackApiError
 from bot.alert_webhook import AlertWebhook, add_alert_routes
 from bot.app import SlackBot, build_bot
 from bot.health import Readiness, add_health_routes, start_health_server, timed_runner
+from bot.ingress import IngressThread, MainLoop, ingress_app
 from bot.metering import ack_timer, add_metrics_route
 from bot.request_guard import request_guard
 from bot.slack_errors import error_code
@@ -160,18 +161,21 @@ async def _serve_socket_mode(bot_app: AsyncApp, app_token: str, settings: Settin
 
 async def _serve_http(bot_app: AsyncApp, settings: Settings, readiness: Readiness, stop: asyncio.Event,
                       metrics: Metrics, alerts: AlertWebhook | None = None) -> None:
+    """Serve on PORT from the ingress thread (bot/ingress.py): acks never wait for the runs' work on this loop."""
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else ""
     timeout = settings.diag_http_read_timeout_s
-    runner = timed_runner(build_web_app(bot_app, metrics, readiness, signing_secret=secret, body_timeout_s=timeout,
-                                        alerts=alerts), timeout)
-    await runner.setup()
-    await web.TCPSite(runner, "0.0.0.0", settings.port).start()
+    main = MainLoop(asyncio.get_running_loop())
+    ingress = IngressThread(lambda: ingress_app(bot_app, main, readiness, path=EVENTS_PATH, signing_secret=secret,
+                                                body_timeout_s=timeout, metrics=metrics, alerts=alerts),
+                            "0.0.0.0", settings.port, runner=lambda app: timed_runner(app, timeout))
+    await ingress.start()
     log.info("diagbot listening on port %d (POST %s, GET /healthz, GET /readyz, GET /metrics)", settings.port,
              EVENTS_PATH)
     try:
         await stop.wait()
     finally:
-        await runner.cleanup()
+        await ingress.aclose()
+        await main.drain()
 
 
 def queue_for(services: ServingServices, metrics: Metrics | None = None) -> JobQueue:
