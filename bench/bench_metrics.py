@@ -6,6 +6,10 @@ Run: python bench/bench_metrics.py   (Redis at 127.0.0.1:6379 or $TEST_REDIS_URL
 shared with other work: read the ratios, not the absolute times. 10,000 x 11,000 points (110 M samples, ~3 GB of
 Prometheus JSON) is over the response bound (32 MiB): what is measured is how fast the bound refuses it; the same
 count of series in memory (shared point arrays) measures the ranking and projection alone.
+
+`python bench/bench_metrics.py --first-look` measures only the metrics first look's ranking call (one instant query
+per service, core/tools/metrics/first_look.py) on the demo folder: CPU ms per call, the folder parsed once before.
+Every call pays for its check and its evaluation the same way a run does (nothing of a result is kept across calls).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import asyncio
 import json
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -30,10 +36,12 @@ from core.contracts.evidence import CanonicalRecord, RawResult
 from core.errors import ToolFailure
 from core.guard.evidence_guard import EvidenceGuard
 from core.guard.rules import load_rules
+from core.settings import DEMO_CLOCK, DEMO_DATA
 from core.stores.canonical import RedisCanonicalStore
 from core.tools.metrics.args import MetricsArgs, resolve_window
 from core.tools.metrics.backend import Fetched
 from core.tools.metrics.embedded import EmbeddedMetrics
+from core.tools.metrics.first_look import metrics_first_look
 from core.tools.metrics.prometheus import PrometheusMetrics
 from core.tools.metrics.promql import check_query
 from core.tools.metrics.result import raw_result
@@ -257,7 +265,52 @@ async def guard_check(iterations: int = 300, warmup: int = 20) -> None:
         await client.aclose()
 
 
+# ---- the first look's ranking ------------------------------------------------------------------------------------
+
+
+FIRST_LOOK_CALLS = 200
+FIRST_LOOK_SERVICES = ("order-service", "checkout-api", "payment-service")
+
+
+def _uptime() -> str:
+    return subprocess.run(["uptime"], capture_output=True, text=True, check=False).stdout.strip()
+
+
+def _cpu_ms(seconds: float, calls: int) -> str:
+    return f"{seconds * 1000 / calls:6.2f} ms CPU/call"
+
+
+async def first_look(calls: int = FIRST_LOOK_CALLS) -> None:
+    """The ranking call of each service over the default 60-minute window ending at the demo clock: the check and
+    the evaluation alone (the worker-thread part of a call), then the whole tool call (window, check, evaluation,
+    result), CPU time of the whole process per call."""
+    backend = EmbeddedMetrics(DEMO_DATA / "metrics")
+    tool = MetricsTool(backend, lambda: DEMO_CLOCK)
+    started = time.process_time()
+    backend.folder.snapshot()
+    parsed = time.process_time() - started
+    print(f"first look ranking, demo folder parsed once: {parsed * 1000:.0f} ms CPU; {await asyncio.to_thread(_uptime)}")
+    for service in FIRST_LOOK_SERVICES:
+        [call] = metrics_first_look(service, DEMO_CLOCK - timedelta(minutes=60), DEMO_CLOCK)
+        args = MetricsArgs.model_validate(call.arguments)
+        window = resolve_window(args, DEMO_CLOCK)
+        shown = len(backend._evaluate(check_query(args.query), window).series)  # the worker-thread part
+        started = time.process_time()
+        for _ in range(calls):
+            backend._evaluate(check_query(args.query), window)
+        evaluating = time.process_time() - started
+        started = time.process_time()
+        for _ in range(calls):
+            await tool.run(args)
+        whole = time.process_time() - started
+        print(f"  {service:16} {shown:2d} series: check + evaluate {_cpu_ms(evaluating, calls)}, "
+              f"whole tool call {_cpu_ms(whole, calls)} ({calls} calls)")
+
+
 async def main() -> None:
+    if "--first-look" in sys.argv[1:]:
+        await first_look()
+        return
     print(f"query_metrics bench, {POINTS} points per series, step {STEP_S} s (2 cores, shared)")
     for n in SIZES:
         in_memory(n)

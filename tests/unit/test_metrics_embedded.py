@@ -108,9 +108,12 @@ async def test_a_changed_file_is_read_again(tmp_path: Path) -> None:
     path = _write(tmp_path, "x.om", GAUGE)
     tool = _tool(tmp_path)
     assert len((await tool.run(MetricsArgs(query="pool_usage_ratio"))).items) == 2
+    assert len((await tool.run(MetricsArgs(query="pool_usage_ratio * 2"))).items) == 2
     path.write_text(GAUGE.replace('service="b"', 'service="c"'), encoding="utf-8")  # same size, new mtime
     raw = await tool.run(MetricsArgs(query="pool_usage_ratio"))
     assert {i["labels"]["service"] for i in raw.items} == {"a", "c"}
+    evaluated = await tool.run(MetricsArgs(query="pool_usage_ratio * 2"))  # the selections kept are the new file's
+    assert {i["labels"]["service"] for i in evaluated.items} == {"a", "c"}
 
 
 async def test_demo_metrics_agree_with_the_demo_database() -> None:

@@ -20,10 +20,11 @@ from core.tools.metrics.args import Window
 from core.tools.metrics.backend import MAX_SERIES_READ, Fetched
 from core.tools.metrics.engine import Unsupported, compile_query
 from core.tools.metrics.engine import evaluate as evaluate_query
+from core.tools.metrics.folder_index import SnapshotIndex
 from core.tools.metrics.openmetrics import MetricsFolder, Snapshot, family_name
 from core.tools.metrics.promql import CheckedQuery, Selector
 from core.tools.metrics.series import Series
-from core.tools.metrics.units import SeriesUnit, expression_unit, metric_unit
+from core.tools.metrics.units import SeriesUnit, metric_unit
 
 LOOKBACK_S = 300.0
 
@@ -35,6 +36,15 @@ class EmbeddedMetrics:
 
     def __init__(self, path: Path) -> None:
         self.folder = MetricsFolder(path)
+        self._index: SnapshotIndex | None = None
+
+    def _indexed(self) -> SnapshotIndex:
+        """The folder's snapshot now with what is derived from it (kept while no file changes)."""
+        snapshot = self.folder.snapshot()
+        index = self._index
+        if index is None or index.snapshot is not snapshot:
+            index = self._index = SnapshotIndex(snapshot)
+        return index
 
     async def fetch(self, query: CheckedQuery, window: Window) -> Fetched:
         if query.plain is None:
@@ -42,18 +52,19 @@ class EmbeddedMetrics:
         return await asyncio.to_thread(self._fetch, query.plain, window)
 
     def _fetch(self, selector: Selector, window: Window) -> Fetched:
-        snapshot = self.folder.snapshot()
+        index = self._indexed()
+        snapshot = index.snapshot
         out: list[Series] = []
-        for series in _selected(snapshot, selector):
+        for series in index.selected(selector):
             evaluated = evaluate(series, window)
             if len(evaluated):
                 out.append(evaluated)
         return Fetched(out, [_unit(s, snapshot) for s in out], _notes(snapshot))
 
     def _evaluate(self, query: CheckedQuery, window: Window) -> Fetched:
-        snapshot = self.folder.snapshot()
+        index = self._indexed()
         try:
-            root = compile_query(query.expr, lambda selector: tuple(_selected(snapshot, selector)))
+            root = compile_query(query.expr, index.selected)
         except Unsupported as exc:
             raise ToolFailure(
                 "METRICS_NEEDS_PROMETHEUS",
@@ -68,22 +79,10 @@ class EmbeddedMetrics:
             raise ToolFailure("METRICS_TOO_MANY_SERIES",
                               f"The query returns more than {MAX_SERIES_READ:,} series; aggregate it or add label "
                               "matchers.")
-        types = {name: (meta.type, meta.unit) for name, meta in snapshot.meta.items()}
-        unit = expression_unit(query.expr, types)
-        return Fetched(out, [unit] * len(out), _notes(snapshot))
+        return Fetched(out, [index.unit(query)] * len(out), _notes(index.snapshot))
 
     async def aclose(self) -> None:
         return None
-
-
-def _selected(snapshot: Snapshot, selector: Selector) -> list[Series]:
-    """The folder's series a selector picks (at most MAX_SERIES_READ)."""
-    selected = [s for s in snapshot.series if selector.matches(s.name, s.labels)]
-    if len(selected) > MAX_SERIES_READ:
-        raise ToolFailure("METRICS_TOO_MANY_SERIES",
-                          f"The selector {selector} matches {len(selected):,} series (at most {MAX_SERIES_READ:,}); "
-                          "add label matchers.")
-    return selected
 
 
 def _notes(snapshot: Snapshot) -> dict[str, Any]:

@@ -15,7 +15,8 @@ import math
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 
 import promql_parser as pp
 
@@ -78,6 +79,18 @@ class Node:
     def instant(self, t: float, budget: Budget) -> Vector | float:
         raise NotImplementedError
 
+    def steps(self, times: Sequence[float], budget: Budget) -> Matrix:
+        """The vector at each of these (increasing) times as one matrix: each series' points in time order, the
+        series in order of first appearance. Nodes that can override this to work per series instead of per step."""
+        out: Matrix = {}
+        for at in times:
+            value = self.instant(at, budget)
+            if not isinstance(value, dict):
+                raise ToolFailure("METRICS_BAD_QUERY", "a subquery needs an instant vector, not a scalar.")
+            for labels, v in value.items():
+                out.setdefault(labels, []).append((at, v))
+        return out
+
 
 @dataclass(frozen=True, eq=False)
 class Number(Node):
@@ -94,15 +107,45 @@ class Select(Node):
     series: tuple[Series, ...]
     offset_s: float
 
+    @cached_property
+    def labels(self) -> tuple[Labels, ...]:
+        """Each series' label set, built once per evaluation rather than at each step."""
+        return tuple(_labels(s.name, s.labels) for s in self.series)
+
     def instant(self, t: float, budget: Budget) -> Vector | float:
         at_t = t - self.offset_s
         out: Vector = {}
-        for s in self.series:
+        for labels, s in zip(self.labels, self.series, strict=True):
             i = bisect_right(s.times, at_t) - 1
             if i >= 0 and at_t - s.times[i] <= LOOKBACK_S:
-                out[_labels(s.name, s.labels)] = s.values[i]
+                out[labels] = s.values[i]
         budget.spend(max(1, len(self.series)))  # the work, found or not: an empty window is no free loop
         return out
+
+    def steps(self, times: Sequence[float], budget: Budget) -> Matrix:
+        """Series by series: the same points as instant() at each time, without a vector per step."""
+        budget.spend(max(1, len(self.series)) * len(times))
+        rows: list[tuple[Labels, list[tuple[float, float]]]] = []
+        offset = self.offset_s
+        for labels, s in zip(self.labels, self.series, strict=True):
+            st, sv = s.times, s.values
+            if not st:
+                continue
+            # only the times that can see a sample (from the first sample to the last one's lookback, a second
+            # wider for rounding; the test below is the exact one)
+            first = bisect_left(times, st[0] + offset - 1.0)
+            last = bisect_right(times, st[-1] + offset + LOOKBACK_S + 1.0, first)
+            points = []
+            lo = 0
+            for at in times[first:last]:
+                at_t = at - offset
+                lo = bisect_right(st, at_t, lo)
+                if lo and at_t - st[lo - 1] <= LOOKBACK_S:
+                    points.append((at, sv[lo - 1]))
+            if points:
+                rows.append((labels, points))
+        rows.sort(key=lambda row: row[1][0][0])  # stable: by first appearance, then in series order
+        return dict(rows)
 
 
 @dataclass(frozen=True, eq=False)
@@ -141,17 +184,10 @@ class Subquery(RangeNode):
         end = t - self.offset_s
         start = end - self.range_s
         first = math.ceil(start / self.step_s - 1e-9) * self.step_s
-        out: Matrix = {}
-        k = 0
-        while first + k * self.step_s <= end + 1e-9:
-            at = first + k * self.step_s
-            value = self.inner.instant(at, budget)
-            if not isinstance(value, dict):
-                raise ToolFailure("METRICS_BAD_QUERY", "a subquery needs an instant vector, not a scalar.")
-            for labels, v in value.items():
-                out.setdefault(labels, []).append((at, v))
-            k += 1
-        return out
+        times: list[float] = []
+        while first + len(times) * self.step_s <= end + 1e-9:
+            times.append(first + len(times) * self.step_s)
+        return self.inner.steps(times, budget)
 
 
 @dataclass(frozen=True, eq=False)
@@ -160,13 +196,19 @@ class RangeCall(Node):
 
     name: str
     arg: RangeNode
+    last: list[tuple[float, Vector]] = field(default_factory=list, compare=False, repr=False)
+    """The value at the last time asked: the compiler gives one node to every occurrence of the same call, so a query
+    repeating a subexpression (the first look's ranking uses each level four times) evaluates it once per time."""
 
     def instant(self, t: float, budget: Budget) -> Vector | float:
+        if self.last and self.last[0][0] == t:
+            return self.last[0][1]  # consumers only read vectors
         out: Vector = {}
         for labels, points in self.arg.matrix(t, budget).items():
             value = range_value(self.name, points, t - self.arg.offset_s, self.arg.range_s)
             if value is not None:
                 _put(out, drop_name(labels), value)
+        self.last[:] = [(t, out)]
         return out
 
 
@@ -188,18 +230,35 @@ class Call(Node):
             _put(out, drop_name(labels), fn(v, *self.scalars))
         return out
 
+    def steps(self, times: Sequence[float], budget: Budget) -> Matrix:
+        fn, scalars = INSTANT_FUNCTIONS[self.name], self.scalars
+        inner = self.arg.steps(times, budget)
+        return _rekeyed({labels: [(at, fn(v, *scalars)) for at, v in points] for labels, points in inner.items()},
+                        drop_name)
+
 
 @dataclass(frozen=True, eq=False)
 class LabelReplace(Node):
     arg: Node
     texts: tuple[str, str, str, str]
+    renamed: dict[Labels, Labels] = field(default_factory=dict, compare=False, repr=False)
+    """Each input label set's result, computed once per evaluation rather than at each step."""
+
+    def _renamed(self, labels: Labels) -> Labels:
+        out = self.renamed.get(labels)
+        if out is None:
+            out = self.renamed[labels] = label_replace(labels, *self.texts)
+        return out
 
     def instant(self, t: float, budget: Budget) -> Vector | float:
         value = _vector(self.arg.instant(t, budget), "label_replace")
         out: Vector = {}
         for labels, v in value.items():
-            _put(out, label_replace(labels, *self.texts), v)
+            _put(out, self._renamed(labels), v)
         return out
+
+    def steps(self, times: Sequence[float], budget: Budget) -> Matrix:
+        return _rekeyed(self.arg.steps(times, budget), self._renamed)
 
 
 @dataclass(frozen=True, eq=False)
@@ -273,6 +332,8 @@ class Binary(Node):
     on: tuple[str, ...] | None = None
     ignoring: tuple[str, ...] = ()
     return_bool: bool = False
+    signatures: dict[Labels, Labels] = field(default_factory=dict, compare=False, repr=False)
+    """Each label set's matching signature, computed once per evaluation rather than at each step."""
 
     def instant(self, t: float, budget: Budget) -> Vector | float:
         left, right = self.lhs.instant(t, budget), self.rhs.instant(t, budget)
@@ -308,10 +369,16 @@ class Binary(Node):
         return (labels, shown) if hit else None
 
     def _signature(self, labels: Labels) -> Labels:
+        known = self.signatures.get(labels)
+        if known is not None:
+            return known
         if self.on is not None:
-            return tuple(p for p in labels if p[0] in self.on)
-        dropped = {NAME, *self.ignoring}
-        return tuple(p for p in labels if p[0] not in dropped)
+            known = tuple(p for p in labels if p[0] in self.on)
+        else:
+            dropped = {NAME, *self.ignoring}
+            known = tuple(p for p in labels if p[0] not in dropped)
+        self.signatures[labels] = known
+        return known
 
     def _vectors(self, left: Vector, right: Vector) -> Vector:
         by_signature: dict[Labels, float] = {}
@@ -359,12 +426,32 @@ def _vector(value: Vector | float, where: str) -> Vector:
     return value
 
 
+def _duplicate() -> ToolFailure:
+    return ToolFailure("METRICS_BAD_QUERY", "vector cannot contain metrics with the same labelset (a function "
+                       "dropped the metric names: keep them with label_replace(..., \"metric\", \"$1\", "
+                       "\"__name__\", \"(.+)\") or aggregate).")
+
+
 def _put(out: Vector, labels: Labels, value: float) -> None:
     if labels in out:
-        raise ToolFailure("METRICS_BAD_QUERY", "vector cannot contain metrics with the same labelset (a function "
-                          "dropped the metric names: keep them with label_replace(..., \"metric\", \"$1\", "
-                          "\"__name__\", \"(.+)\") or aggregate).")
+        raise _duplicate()
     out[labels] = value
+
+
+def _rekeyed(matrix: Matrix, key: Callable[[Labels], Labels]) -> Matrix:
+    """The matrix with each series' labels changed, as changing them at each step would give: two series getting
+    the same labels at one time is the duplicate-labelset error, at different times they become one series."""
+    out: Matrix = {}
+    for labels, points in matrix.items():
+        new = key(labels)
+        have = out.get(new)
+        if have is None:
+            out[new] = points
+            continue
+        if {t for t, _ in have} & {t for t, _ in points}:
+            raise _duplicate()
+        out[new] = sorted([*have, *points], key=lambda point: point[0])
+    return out
 
 
 def evaluate(root: Node, times: Sequence[float]) -> list[Series]:
@@ -398,6 +485,8 @@ def _seconds(delta: object) -> float:
 class _Compiler:
     def __init__(self, lookup: Lookup) -> None:
         self.lookup = lookup
+        self.range_calls: dict[str, RangeCall] = {}
+        """One node per distinct range-function call (by its PromQL text), so a repeated one is evaluated once."""
 
     def node(self, expr: pp.Expr) -> Node:
         if isinstance(expr, pp.ParenExpr):
@@ -439,7 +528,11 @@ class _Compiler:
         name = expr.func.name
         args = list(expr.args)
         if name in RANGE_FUNCTIONS and len(args) == 1:
-            return RangeCall(name, self.range_node(args[0]))
+            key = str(expr)
+            known = self.range_calls.get(key)
+            if known is None:
+                known = self.range_calls[key] = RangeCall(name, self.range_node(args[0]))
+            return known
         if name in INSTANT_FUNCTIONS and len(args) == 1 + INSTANT_ARITY.get(name, 0):
             scalars = tuple(self._number(a, name) for a in args[1:])
             return Call(name, self.node(args[0]), scalars)
