@@ -134,4 +134,18 @@ def test_keyword_free_rules_know_their_shortest_match() -> None:
     assert min_match_bytes(r"\pL{40}") == 0
     assert min_match_bytes(r"a{3}b?") == 3
     assert DEFAULT_RULES.rules_for(b"a" * 31) == []
-    assert [r.id for r in DEFAULT_RULES.rules_for(b"a" * 32)] == ["high-entropy-token"]
+    assert "pem-body-line" not in [r.id for r in DEFAULT_RULES.rules_for(b"a" * 32)]
+    assert "high-entropy-token" in [r.id for r in DEFAULT_RULES.rules_for(b"a" * 32)]
+
+
+def test_the_remembered_selection_depends_on_which_keyword_free_rules_a_text_reaches() -> None:
+    """A selection remembered for a text too short for pem-body-line (43 bytes) must not leave that rule out of a
+    longer text with the same keywords: a PEM body line right after a 35-byte line is still found."""
+    from core.evidence.redaction import DEFAULT_RULES, redact
+
+    for size in (35, 42):
+        assert "pem-body-line" not in [r.id for r in DEFAULT_RULES.rules_for(b"b" * size)]
+        assert "pem-body-line" in [r.id for r in DEFAULT_RULES.rules_for(b"b" * (size + 60))]
+    body = "MIIEowIBAAKCAQEAq83lkrZ9xYw3Tn5Pq7vLm2Hs8Jd4Kf6Rt1Uy0Wz"
+    assert redact("c" * 35) == "c" * 35
+    assert body not in redact(f"key line follows\n{body}\n")

@@ -12,6 +12,7 @@ compiles every one, so a shipped rule RE2 refuses cannot reach production.
 
 from __future__ import annotations
 
+import bisect
 import re._parser as sre_parse
 import tomllib
 import warnings
@@ -159,12 +160,18 @@ class SecretRuleSet:
     """Keyword (lower case) -> indexes of the rules it triggers."""
     skipped: tuple[str, ...]
     """Ids of rules not loaded (path-only or disabled), with the reason."""
-    _selected: dict[tuple[bool, tuple[int, ...]], list[SecretRule]] = field(default_factory=dict, compare=False,
-                                                                           repr=False)
+    _selected: dict[tuple[int, tuple[int, ...]], list[SecretRule]] = field(default_factory=dict, compare=False,
+                                                                          repr=False)
+
+    @cached_property
+    def _always_bounds(self) -> tuple[int, ...]:
+        """The keyword-free rules' shortest matches, sorted: how many of them a text reaches says which of those
+        rules can match it (part of the selection's memo key)."""
+        return tuple(sorted({self.rules[i].min_bytes for i in self.always}))
 
     @cached_property
     def _always_min_bytes(self) -> int:
-        return min((self.rules[i].min_bytes for i in self.always), default=0)
+        return self._always_bounds[0] if self._always_bounds else 0
 
     @cached_property
     def _prefilter(self) -> Any:
@@ -181,7 +188,7 @@ class SecretRuleSet:
         size = len(data)
         if not found and size < self._always_min_bytes:
             return []  # no keyword, and too short for any rule that runs without one (most short texts)
-        key = (size < self._always_min_bytes, tuple(found) if found else ())
+        key = (bisect.bisect_right(self._always_bounds, size), tuple(found) if found else ())
         selected = self._selected.get(key)
         if selected is None:
             indexes = {i for i in self.always if size >= self.rules[i].min_bytes}
