@@ -58,6 +58,12 @@ class EvidenceGuard:
             except Exception as exc:
                 raise GuardUnavailable(f"canonical store unreadable ({type(exc).__name__})") from exc
         data = GuardInput.build(run_id, draft, self._rules, records, self._caches)
+        try:
+            return await self._check(run_id, data, ids, untrusted)
+        finally:
+            data.readings.clear()  # kept evidence may still point at it: nothing of this check stays behind
+
+    async def _check(self, run_id: str, data: GuardInput, ids: list[str], untrusted: Sequence[str]) -> GuardResult:
         data.untrusted = tuple(untrusted)
         if self._rules.rules["numeric_grounding"].enabled and limitations_need_run_calls(data):
             data.run_calls = await self._run_calls(run_id)

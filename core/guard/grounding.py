@@ -125,9 +125,10 @@ class Grounder:
             key = self.source_key(cid)
             record = self.records[cid]
             kept = self.data.caches.sources
-            moments = self.data.moments
-            found = (CallEvidence(record, moments) if key is None
-                     else kept.get_or_make(key, lambda: CallEvidence(record, moments)))
+            readings = self.data.readings
+            found = (CallEvidence(record, readings) if key is None
+                     else kept.get_or_make(key, lambda: CallEvidence(record, readings)))
+            found.readings = readings  # a kept one reads with this check's memo (EvidenceGuard empties it after)
             self._evidence[cid] = found
         return found
 

@@ -13,6 +13,7 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState
 from core.contracts.release import Derivation
 from core.guard.cache import Lru
+from core.guard.quantities.leaves import Readings
 from core.guard.quantities.model import Quantity
 from core.guard.rules import RuleSet
 from core.tools.registry import current_registry
@@ -186,9 +187,9 @@ class GuardInput:
     evidence: dict[str, CallEvidence] = field(default_factory=dict)
     """tool_call_id -> its CallEvidence, for this check only (the limitations pre-check and the grounding check
     read the same calls)."""
-    moments: dict[str, tuple[Quantity, ...]] = field(default_factory=dict)
-    """Window text (a start or end) -> its quantities, for this check only: the calls of a run mostly search the
-    same window, so each bound is parsed once (core/guard/quantities/extras.py)."""
+    readings: Readings = field(default_factory=dict)
+    """Evidence text -> its quantities, for this check only (core/guard/quantities/leaves.py: the calls of a run
+    mostly share their window bounds and timestamps); emptied when the check ends."""
 
     @classmethod
     def build(

@@ -22,7 +22,7 @@ from core.guard.quantities.exact import Check
 from core.guard.quantities.extras import CallExtras
 from core.guard.quantities.forms import search_forms as search_forms  # named here by callers and tests
 from core.guard.quantities.kinds import spec_quantities, typed_fields
-from core.guard.quantities.leaves import ITEM_LISTS, SERIES_VALUES, projection_leaves, series_leaves
+from core.guard.quantities.leaves import ITEM_LISTS, SERIES_VALUES, Readings, projection_leaves, series_leaves
 from core.guard.quantities.leaves import leaf_quantities as leaf_quantities  # named here by callers and tests
 from core.guard.quantities.model import Kind, Origin, Quantity, Shown
 from core.guard.quantities.result_text import Accept, ResultText
@@ -34,8 +34,10 @@ from core.tools.registry import current_registry
 class CallEvidence:
     """The evidence of one referencable call, for one guard (kept in its caches: everything here is exact)."""
 
-    def __init__(self, record: CanonicalRecord, moments: dict[str, tuple[Quantity, ...]] | None = None) -> None:
+    def __init__(self, record: CanonicalRecord, readings: Readings | None = None) -> None:
         self.tool_call_id = record.tool_call_id
+        self.readings: Readings = {} if readings is None else readings
+        """The current check's memo of evidence texts read (leaves.Readings; the grounder hands each check's own)."""
         self.projection: Mapping[str, Any] = record.projection or {}
         self.arguments: Mapping[str, Any] = record.effective_arguments
         self._columns: Sequence[Any] = self.projection.get("columns") or []
@@ -54,7 +56,7 @@ class CallEvidence:
         """The tool declares kinds the lazy search cannot read by key alone (core/guard/quantities/kinds.py): those
         fields are typed in the index, and every claim about this call is answered there."""
         self._results = ResultText(self.tool_call_id, self.projection, self._items_field, self._columns, self._kinds)
-        self._extras = CallExtras(self.tool_call_id, self.projection, self.arguments, moments)
+        self._extras = CallExtras(self.tool_call_id, self.projection, self.arguments)
 
     @property
     def has_series(self) -> bool:
@@ -89,7 +91,7 @@ class CallEvidence:
     def search_extra(self, accept: Accept, query: bool, claim: Quantity | None = None) -> Shown | None:
         """The window, limit and (when `query`) query quantities accepted by `accept`; given the claim `accept`
         grounds, only those that may show its value are tried (the same answer, see CallExtras.candidates)."""
-        extra = self.extra() if claim is None else self._extras.candidates(claim)
+        extra = self.extra() if claim is None else self._extras.candidates(claim, self.readings)
         found = next((s for s in extra if accept(s)), None)
         if found is None and query:
             found = next((s for s in self.query() if accept(s)), None)
@@ -152,9 +154,10 @@ class CallEvidence:
         count = projection.get("count")
         if isinstance(count, int) and not isinstance(count, bool):
             yield Shown(Quantity(Kind.COUNT, float(count), str(count), key="count"), Origin.RESULT, cid, -1, "count")
+        readings = self.readings
         for i, key, value in self.leaves():
             words = self._kinds.of(key).kind is FieldKind.WORDS
-            for quantity in leaf_quantities(value, key, words):
+            for quantity in leaf_quantities(value, key, words, readings):
                 yield Shown(quantity, Origin.RESULT, cid, i, key)
         yield from self._declared()
         yield from self._series()
@@ -164,7 +167,7 @@ class CallEvidence:
     def _series(self, points: bool = False) -> Iterator[Shown]:
         """Metric series (query_metrics): values typed by their series' unit and kind, times as date-times; the
         labels and summaries, or (points=True) the points."""
-        cid = self.tool_call_id
+        cid, readings = self.tool_call_id, self.readings
         for i, item in enumerate(self.projection.get("series") or []):
             if not isinstance(item, dict):
                 continue
@@ -174,8 +177,9 @@ class CallEvidence:
                     text = repr(value) if isinstance(value, float) else str(value)
                     found = typed_quantities(float(value), text, typed)
                 else:
-                    found = leaf_quantities(value, key)
-                yield from (Shown(q, Origin.RESULT, cid, i, path) for q in found)
+                    found = leaf_quantities(value, key, readings=readings)
+                for quantity in found:
+                    yield Shown(quantity, Origin.RESULT, cid, i, path)
 
     def _declared(self) -> Iterator[Shown]:
         """Numbers whose unit a sibling field or the row's metric name declares, typed in that unit (besides their
@@ -208,7 +212,7 @@ class CallEvidence:
 
     def extra(self) -> tuple[Shown, ...]:
         """The window bounds (projection and arguments) and the limit, with their origins."""
-        return self._extras.extra()
+        return self._extras.extra(self.readings)
 
     def query(self) -> tuple[Shown, ...]:
         """The quantities of the query, SQL, service and level arguments (origin QUERY)."""
@@ -216,4 +220,4 @@ class CallEvidence:
 
     def window(self) -> list[Quantity]:
         """The searched window's bounds as date-times (projection first, then the start/end arguments)."""
-        return self._extras.window()
+        return self._extras.window(self.readings)

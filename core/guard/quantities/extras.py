@@ -8,7 +8,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from core.guard.quantities.extract import extract
-from core.guard.quantities.leaves import iso_or_extract
+from core.guard.quantities.leaves import Readings, read_text
 from core.guard.quantities.match import clock_slot, shown_clock
 from core.guard.quantities.model import Kind, Origin, Quantity, Shown
 
@@ -21,35 +21,31 @@ QUERY_ARGUMENTS = ("query", "sql", "service", "level")
 class CallExtras:
     """One call's window bounds, limit and query quantities, built on first use."""
 
-    def __init__(self, tool_call_id: str, projection: Mapping[str, Any], arguments: Mapping[str, Any],
-                 moments: dict[str, tuple[Quantity, ...]] | None = None) -> None:
+    def __init__(self, tool_call_id: str, projection: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
         self.tool_call_id = tool_call_id
         self.projection = projection
         self.arguments = arguments
-        self._moments = moments if moments is not None else {}
-        """Window text -> its quantities, shared by the calls of one check (they mostly search the same window);
-        released once the window is read."""
         self._extra: tuple[Shown, ...] | None = None
         self._clock_slots: dict[float, dict[int, list[Shown]]] = {}
         """Precision -> clock slot -> the extra() quantities showing a time in it (candidates)."""
         self._query: tuple[Shown, ...] | None = None
 
-    def extra(self) -> tuple[Shown, ...]:
-        """The window bounds (projection and arguments) and the limit, with their origins."""
+    def extra(self, readings: Readings | None = None) -> tuple[Shown, ...]:
+        """The window bounds (projection and arguments) and the limit, with their origins (`readings`: the check's
+        memo of evidence texts read, see leaves.Readings)."""
         if self._extra is None:
-            self._extra = tuple(self._window_and_limit())
-            self._moments = {}
+            self._extra = tuple(self._window_and_limit({} if readings is None else readings))
         return self._extra
 
-    def candidates(self, claim: Quantity) -> Sequence[Shown]:
+    def candidates(self, claim: Quantity, readings: Readings | None = None) -> Sequence[Shown]:
         """The extra() quantities, in order, that may show the claim's value: for a time of day, those showing a
         time in the claim's slot (match.same_value grounds no other), looked up by slot; all of them otherwise."""
         if claim.kind is not Kind.TIME or not isinstance(claim.value, float):
-            return self.extra()
+            return self.extra(readings)
         slots = self._clock_slots.get(claim.tolerance)
         if slots is None:
             slots = self._clock_slots[claim.tolerance] = {}
-            for shown in self.extra():
+            for shown in self.extra(readings):
                 clock = shown_clock(shown.quantity)
                 if clock is not None:
                     slots.setdefault(clock_slot(clock, claim.tolerance), []).append(shown)
@@ -66,21 +62,17 @@ class CallExtras:
             )
         return self._query
 
-    def window(self) -> list[Quantity]:
+    def window(self, readings: Readings | None = None) -> list[Quantity]:
         """The searched window's bounds as date-times (projection first, then the start/end arguments)."""
-        return [s.quantity for s in self.extra() if s.origin is Origin.WINDOW and s.quantity.kind is Kind.DATETIME]
+        return [s.quantity for s in self.extra(readings) if s.origin is Origin.WINDOW and s.quantity.kind is Kind.DATETIME]
 
-    def _window_and_limit(self) -> Iterator[Shown]:
+    def _window_and_limit(self, readings: Readings) -> Iterator[Shown]:
         cid = self.tool_call_id
         sources: list[tuple[str, Any]] = [(key, self.projection.get(key)) for key, _ in WINDOW_KEYS]
         sources += [(key, self.arguments.get(key)) for key in WINDOW_ARGUMENTS]
-        moments = self._moments
         for key, value in sources:
             if isinstance(value, str):
-                parsed = moments.get(value)
-                if parsed is None:
-                    parsed = moments[value] = tuple(iso_or_extract(value))
-                for quantity in parsed:
+                for quantity in read_text(value, readings):
                     yield Shown(quantity, Origin.WINDOW, cid, -1, key)
         for key in LIMIT_ARGUMENTS:
             value = self.arguments.get(key)

@@ -39,8 +39,23 @@ def iso_or_extract(value: str) -> list[Quantity]:
     return extract(value, words=False)
 
 
-def leaf_quantities(value: Any, key: str, words: bool = False) -> tuple[Quantity, ...]:
-    """The quantities one evidence value shows, typed by its key where it is a bare value."""
+Readings = dict[tuple[str, bool], tuple[Quantity, ...]]
+"""(evidence text, with number words) -> its quantities, for one check: the calls of a run mostly share their window
+bounds, timestamps and labels, so each is read once (a pure function of the text: never keyed by field)."""
+
+
+def read_text(value: str, readings: Readings, words: bool = False) -> tuple[Quantity, ...]:
+    """The quantities of an evidence text that is not a bare number (iso_or_extract, or extract with number words),
+    read once per check."""
+    found = readings.get((value, words))
+    if found is None:
+        found = readings[(value, words)] = tuple(extract(value, words=True)) if words else tuple(iso_or_extract(value))
+    return found
+
+
+def leaf_quantities(value: Any, key: str, words: bool = False, readings: Readings | None = None) -> tuple[Quantity, ...]:
+    """The quantities one evidence value shows, typed by its key where it is a bare value (`readings`: the check's
+    memo of texts read)."""
     if isinstance(value, bool) or value is None:
         return ()
     if isinstance(value, int | float):
@@ -53,6 +68,8 @@ def leaf_quantities(value: Any, key: str, words: bool = False) -> tuple[Quantity
     if _BARE_NUMBER.fullmatch(stripped):
         number = float(stripped)
         return (bare_number(number, stripped, key),) if math.isfinite(number) else ()
+    if readings is not None:
+        return read_text(value, readings, words)
     return tuple(extract(value, words=True)) if words else tuple(iso_or_extract(value))
 
 

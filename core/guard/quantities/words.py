@@ -100,7 +100,7 @@ def _matches(text: str, parts: tuple[str, ...], pattern: re.Pattern[str]) -> boo
     regex scan (beyond ASCII, case folding reaches further, as the long s for 's': the pattern alone answers)."""
     if text.isascii():
         lowered = text.lower()
-        if not any(part in lowered for part in parts):
+        if not any(map(lowered.__contains__, parts)):
             return False
     return pattern.search(text) is not None
 
