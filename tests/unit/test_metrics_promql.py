@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from core.tools.metrics.args import MAX_POINTS, MetricsArgs, WindowRefused, default_step, resolve_window
-from core.tools.metrics.promql import QueryRefused, check_query
+from core.tools.metrics.promql import QueryRefused, check_query, known_check
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 
@@ -35,10 +35,13 @@ NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
     (" + ".join(["foo"] * 30), "METRICS_QUERY_TOO_COMPLEX"),
 ])
 def test_refused_before_sending(query: str, code: str) -> None:
-    with pytest.raises(QueryRefused) as refused:
-        check_query(query)
-    assert refused.value.code == code
-    assert refused.value.message
+    for _ in range(2):  # checked, then answered from the memo of checks: the same refusal, raised afresh
+        with pytest.raises(QueryRefused) as refused:
+            check_query(query)
+        assert refused.value.code == code
+        assert refused.value.message
+    with pytest.raises(QueryRefused):
+        known_check(f" {query} ")
 
 
 @pytest.mark.parametrize("query", [
@@ -52,6 +55,8 @@ def test_refused_before_sending(query: str, code: str) -> None:
 def test_accepted(query: str) -> None:
     checked = check_query(query)
     assert checked.selectors
+    assert check_query(f"{query}\n") is checked is known_check(query)
+    assert known_check(f"{query} + 0") is None  # never checked: a caller on the event loop checks it in a thread
 
 
 def test_plain_selector_and_what_it_matches() -> None:
