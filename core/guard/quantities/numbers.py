@@ -55,6 +55,8 @@ def _number_value(match: re.Match[str]) -> tuple[float, float]:
 
 def _unit_quantity(match: re.Match[str], value: float, tol: float, text: str) -> Quantity | None:
     start, end = match.start(), match.end()
+    if end == match.end("num"):
+        return None  # nothing written after the digits (no magnitude, unit, percent sign or rate): most numbers
     unit = match["sunit"] or match["gunit"]
     if match["pct"]:
         return Quantity(Kind.PERCENT, value, text, start, end, tol)
@@ -153,7 +155,7 @@ def _classify_plain(text: str, match: re.Match[str]) -> Quantity | None:
     if typed is not None:
         if typed.kind is Kind.DURATION and match["gunit"] == "s" and _status_plural(text, match, value):
             return Quantity(Kind.IDENTIFIER, str(int(value)), written, start, end)
-        return Quantity(typed.kind, typed.value, written, start, end, typed.tolerance, alt=typed.alt)
+        return typed  # (its text and span are the match's)
     before = text[max(0, start - 40) : start]
     key = _key_before(text, start) if not match["x"] else None
     if key is not None:
