@@ -128,7 +128,9 @@ def events_handler(bot_app: AsyncApp, main: MainLoop) -> Handler:
                                         headers=request.headers)  # type: ignore[arg-type]  # as Bolt's adapter does
         dispatch = bot_app.async_dispatch(bolt_request)
         if proven.is_set() and is_event_callback(body, request.content_type):
-            main.submit(dispatch).add_done_callback(dispatched)
+            # handed over once this task has written the answer and waits for the next request: submitted now, it
+            # would wake the main loop to take the GIL while the answer is still being written
+            asyncio.get_running_loop().call_soon(lambda: main.submit(dispatch).add_done_callback(dispatched))
             return web.Response(status=200)
         answer: BoltResponse = await asyncio.wrap_future(main.submit(dispatch))
         if answer.status < 500 and is_event_callback(body, request.content_type):
