@@ -18,8 +18,8 @@ from typing import Any
 from core.errors import ToolFailure
 from core.tools.metrics.args import Window
 from core.tools.metrics.backend import MAX_SERIES_READ, Fetched
-from core.tools.metrics.engine import Unsupported, compile_query
 from core.tools.metrics.engine import evaluate as evaluate_query
+from core.tools.metrics.engine_compile import Unsupported, compile_query
 from core.tools.metrics.folder_index import SnapshotIndex
 from core.tools.metrics.openmetrics import MetricsFolder, Snapshot, family_name
 from core.tools.metrics.promql import CheckedQuery, Selector

@@ -12,24 +12,19 @@ function dropped the metric names of two metrics) is an error, and evaluation st
 from __future__ import annotations
 
 import math
-import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
-import promql_parser as pp
-
 from core.errors import ToolFailure
 from core.tools.metrics.engine_functions import (
-    INSTANT_ARITY,
     INSTANT_FUNCTIONS,
-    RANGE_FUNCTIONS,
     label_replace,
     range_value,
     total,
 )
-from core.tools.metrics.promql import NAME, Selector, selector_of
+from core.tools.metrics.promql import NAME
 from core.tools.metrics.series import Series
 
 LOOKBACK_S = 300.0
@@ -280,7 +275,7 @@ class Aggregate(Node):
         out: Vector = {}
         for key, members in groups.items():
             values = [v for _, v in members]
-            out[key] = _AGGREGATIONS[self.op](values)
+            out[key] = AGGREGATIONS[self.op](values)
         return out
 
     def _group(self, labels: Labels) -> Labels:
@@ -303,19 +298,19 @@ class Aggregate(Node):
         return out
 
 
-_AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
+AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
     "sum": total, "avg": lambda vs: total(vs) / len(vs), "count": lambda vs: float(len(vs)),
     "min": lambda vs: min((v for v in vs if not math.isnan(v)), default=math.nan),
     "max": lambda vs: max((v for v in vs if not math.isnan(v)), default=math.nan),
 }
-_ARITHMETIC: dict[str, Callable[[float, float], float]] = {
+ARITHMETIC: dict[str, Callable[[float, float], float]] = {
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: _divide(a, b),
 }
-_COMPARISONS: dict[str, Callable[[float, float], bool]] = {
+COMPARISONS: dict[str, Callable[[float, float], bool]] = {
     "==": lambda a, b: a == b, "!=": lambda a, b: a != b, ">": lambda a, b: a > b, "<": lambda a, b: a < b,
     ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b,
 }
-_SET_OPS = ("and", "or", "unless")
+SET_OPS = ("and", "or", "unless")
 
 
 def _divide(a: float, b: float) -> float:
@@ -337,7 +332,7 @@ class Binary(Node):
 
     def instant(self, t: float, budget: Budget) -> Vector | float:
         left, right = self.lhs.instant(t, budget), self.rhs.instant(t, budget)
-        if self.op in _SET_OPS:
+        if self.op in SET_OPS:
             return self._set(_vector(left, self.op), _vector(right, self.op))
         if not isinstance(left, dict) and not isinstance(right, dict):
             return self._scalar(left, right)
@@ -353,17 +348,17 @@ class Binary(Node):
         return out
 
     def _scalar(self, a: float, b: float) -> float:
-        if self.op in _ARITHMETIC:
-            return _ARITHMETIC[self.op](a, b)
+        if self.op in ARITHMETIC:
+            return ARITHMETIC[self.op](a, b)
         if not self.return_bool:
             raise ToolFailure("METRICS_BAD_QUERY", "comparisons between scalars must use the bool modifier.")
-        return float(_COMPARISONS[self.op](a, b))
+        return float(COMPARISONS[self.op](a, b))
 
     def _apply(self, labels: Labels, a: float, b: float, shown: float) -> tuple[Labels, float] | None:
         """One element's result: (labels, value), or None when a filtering comparison drops it."""
-        if self.op in _ARITHMETIC:
-            return drop_name(labels), _ARITHMETIC[self.op](a, b)
-        hit = _COMPARISONS[self.op](a, b)
+        if self.op in ARITHMETIC:
+            return drop_name(labels), ARITHMETIC[self.op](a, b)
+        hit = COMPARISONS[self.op](a, b)
         if self.return_bool:
             return drop_name(labels), float(hit)
         return (labels, shown) if hit else None
@@ -440,17 +435,20 @@ def _put(out: Vector, labels: Labels, value: float) -> None:
 
 def _rekeyed(matrix: Matrix, key: Callable[[Labels], Labels]) -> Matrix:
     """The matrix with each series' labels changed, as changing them at each step would give: two series getting
-    the same labels at one time is the duplicate-labelset error, at different times they become one series."""
-    out: Matrix = {}
+    the same labels at one time is the duplicate-labelset error, at different times they become one series (each
+    group merged once: n log n however many series meet)."""
+    groups: dict[Labels, list[list[tuple[float, float]]]] = {}
     for labels, points in matrix.items():
-        new = key(labels)
-        have = out.get(new)
-        if have is None:
-            out[new] = points
+        groups.setdefault(key(labels), []).append(points)
+    out: Matrix = {}
+    for labels, members in groups.items():
+        if len(members) == 1:
+            out[labels] = members[0]
             continue
-        if {t for t, _ in have} & {t for t, _ in points}:
+        merged = sorted((point for points in members for point in points), key=lambda point: point[0])
+        if any(merged[i][0] == merged[i + 1][0] for i in range(len(merged) - 1)):
             raise _duplicate()
-        out[new] = sorted([*have, *points], key=lambda point: point[0])
+        out[labels] = merged
     return out
 
 
@@ -468,132 +466,3 @@ def evaluate(root: Node, times: Sequence[float]) -> list[Series]:
                 found[labels] = Series(as_dict.pop(NAME, ""), as_dict)
             found[labels].add(t, v)
     return list(found.values())
-
-
-Lookup = Callable[[Selector], tuple[Series, ...]]
-
-
-def compile_query(expr: pp.Expr, lookup: Lookup) -> Node:
-    """Our evaluable form of a checked expression; Unsupported names the first part the subset lacks."""
-    return _Compiler(lookup).node(expr)
-
-
-def _seconds(delta: object) -> float:
-    return float(delta.total_seconds()) if delta is not None else 0.0  # type: ignore[attr-defined]
-
-
-class _Compiler:
-    def __init__(self, lookup: Lookup) -> None:
-        self.lookup = lookup
-        self.range_calls: dict[str, RangeCall] = {}
-        """One node per distinct range-function call (by its PromQL text), so a repeated one is evaluated once."""
-
-    def node(self, expr: pp.Expr) -> Node:
-        if isinstance(expr, pp.ParenExpr):
-            return self.node(expr.expr)
-        if isinstance(expr, pp.NumberLiteral):
-            return Number(float(expr.val))
-        if isinstance(expr, pp.UnaryExpr):
-            return Binary("-", Number(0.0), self.node(expr.expr))
-        if isinstance(expr, pp.VectorSelector):
-            if expr.at is not None:
-                raise Unsupported("the @ modifier")
-            return Select(self.lookup(selector_of(expr)), _seconds(expr.offset))
-        if isinstance(expr, pp.Call):
-            return self._call(expr)
-        if isinstance(expr, pp.AggregateExpr):
-            return self._aggregate(expr)
-        if isinstance(expr, pp.BinaryExpr):
-            return self._binary(expr)
-        if isinstance(expr, pp.MatrixSelector | pp.SubqueryExpr):
-            raise Unsupported("a range vector as the result (give it to a function such as rate or avg_over_time)")
-        raise Unsupported(f"{type(expr).__name__}")
-
-    def range_node(self, expr: pp.Expr) -> RangeNode:
-        if isinstance(expr, pp.MatrixSelector):
-            vs = expr.vector_selector
-            if vs.at is not None:
-                raise Unsupported("the @ modifier")
-            return SelectRange(_seconds(expr.range), _seconds(vs.offset), self.lookup(selector_of(vs)))
-        if isinstance(expr, pp.SubqueryExpr):
-            if expr.at is not None:
-                raise Unsupported("the @ modifier")
-            step = _seconds(expr.step) or DEFAULT_SUBQUERY_STEP_S
-            return Subquery(_seconds(expr.range), _seconds(expr.offset), self.node(expr.expr), step)
-        if isinstance(expr, pp.ParenExpr):
-            return self.range_node(expr.expr)
-        raise Unsupported("a function expecting a range vector given something else")
-
-    def _call(self, expr: pp.Call) -> Node:
-        name = expr.func.name
-        args = list(expr.args)
-        if name in RANGE_FUNCTIONS and len(args) == 1:
-            key = str(expr)
-            known = self.range_calls.get(key)
-            if known is None:
-                known = self.range_calls[key] = RangeCall(name, self.range_node(args[0]))
-            return known
-        if name in INSTANT_FUNCTIONS and len(args) == 1 + INSTANT_ARITY.get(name, 0):
-            scalars = tuple(self._number(a, name) for a in args[1:])
-            return Call(name, self.node(args[0]), scalars)
-        if name == "label_replace" and len(args) == 5:
-            texts = tuple(self._text(a) for a in args[1:])
-            try:
-                re.compile(texts[3])
-            except re.error as exc:
-                raise ToolFailure("METRICS_BAD_QUERY", f"invalid regular expression in label_replace(): "
-                                  f"{texts[3][:80]}") from exc
-            return LabelReplace(self.node(args[0]), (texts[0], texts[1], texts[2], texts[3]))
-        raise Unsupported(f"the function {name}()")
-
-    @staticmethod
-    def _number(arg: object, where: str) -> float:
-        while isinstance(arg, pp.ParenExpr):
-            arg = arg.expr
-        if isinstance(arg, pp.NumberLiteral):
-            return float(arg.val)
-        raise Unsupported(f"{where}() with a parameter that is not a number literal")
-
-    @staticmethod
-    def _text(arg: object) -> str:
-        if isinstance(arg, pp.StringLiteral):
-            return str(arg.val)
-        raise Unsupported("label_replace() with a parameter that is not a string literal")
-
-    def _aggregate(self, expr: pp.AggregateExpr) -> Node:
-        op = str(expr.op)
-        if op not in (*_AGGREGATIONS, "topk", "bottomk"):
-            raise Unsupported(f"the aggregation {op}")
-        grouping: tuple[str, ...] | None = None
-        without: tuple[str, ...] = ()
-        modifier = expr.modifier
-        if modifier is not None:
-            if str(modifier.type).endswith("By"):
-                grouping = tuple(modifier.labels)
-            else:
-                without = tuple(modifier.labels)
-        else:
-            grouping = ()
-        param = self.node(expr.param) if op in ("topk", "bottomk") and expr.param is not None else None
-        return Aggregate(op, self.node(expr.expr), grouping, without, param)
-
-    def _binary(self, expr: pp.BinaryExpr) -> Node:
-        op = str(expr.op).strip()
-        if op not in (*_ARITHMETIC, *_COMPARISONS, *_SET_OPS):
-            raise Unsupported(f"the operator {op}")
-        modifier = expr.modifier
-        on: tuple[str, ...] | None = None
-        ignoring: tuple[str, ...] = ()
-        return_bool = False
-        if modifier is not None:
-            card = str(modifier.card).rsplit(".", 1)[-1]
-            if card in ("ManyToOne", "OneToMany"):
-                raise Unsupported("group_left / group_right")
-            return_bool = bool(modifier.return_bool)
-            matching = modifier.matching
-            if matching is not None:
-                if str(matching.type).endswith("Include"):
-                    on = tuple(matching.labels)
-                else:
-                    ignoring = tuple(matching.labels)
-        return Binary(op, self.node(expr.lhs), self.node(expr.rhs), on, ignoring, return_bool)
