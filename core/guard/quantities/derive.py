@@ -4,7 +4,7 @@ bounded, and the guard records it in the snapshot so the SemanticGuard sees it.
 - TIME_DIFFERENCE: a duration equal to the difference of two times stated in the same text and grounded there.
 - WINDOW_LENGTH: a duration equal to the length of a cited call's searched window.
 - PERCENT_OF: a percentage of two numbers of the same cited evidence (both stated in the text and grounded by one
-  call, or two values of one listed item, e.g. `active=50 max=50` -> 100%).
+  call, or a plausible part and whole of one listed item, e.g. `active=50 max=50` -> 100%: see percent_pairs.py).
 - ITEM_COUNT: how many items a call lists; how many of them show a value the text names; how many distinct values a
   field has when the count's noun names the field ("3 pods" for three distinct `pod` values).
 - SUM: the counts of the cited calls added up; a numeric column added up over the listed rows, when the count names
@@ -24,6 +24,7 @@ from datetime import datetime
 from core.guard.quantities.evidence import CallEvidence
 from core.guard.quantities.match import fits
 from core.guard.quantities.model import CLOCK_KINDS, NUMERIC_KINDS, Kind, Quantity, Shown
+from core.guard.quantities.percent_pairs import names_a_field, plausible_pairs, text_words
 
 MAX_NUMBERS_PER_ITEM = 24
 MAX_DISTINCT_VALUES = 64
@@ -57,7 +58,7 @@ def derive(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallEviden
             return _time_difference(claim, stated) or _evidence_difference(claim, calls)
         return _time_difference(claim, stated) or _window_length(claim, calls)
     if claim.kind is Kind.PERCENT:
-        return _percent_of(claim, stated, calls)
+        return _percent_of(claim, stated, calls, text)
     if claim.kind is Kind.RATE:
         return _rate_of(claim, stated, calls)
     if claim.kind in NUMERIC_KINDS and isinstance(claim.value, float) and claim.value.is_integer():
@@ -142,7 +143,7 @@ def _ratios(numbers: Sequence[tuple[float, str]], at_most_whole: bool) -> Iterat
             yield 100.0 * a / b, ta, tb
 
 
-def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallEvidence]) -> Derived | None:
+def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallEvidence], text: str) -> Derived | None:
     by_call: dict[str, list[tuple[float, str]]] = {}
     for s in stated[:MAX_STATED]:
         if s.claim.kind in NUMERIC_KINDS:
@@ -158,16 +159,24 @@ def _percent_of(claim: Quantity, stated: Sequence[Stated], calls: Sequence[CallE
                 return Derived("PERCENT_OF", ratio, (f"{a} of {b} (stated)",), tuple(by_call))
     if by_call:  # the text says which numbers its percentage is of: no other pair is looked for
         return None
+    rows: list[tuple[CallEvidence, dict[int, list[tuple[str, float, str]]]]] = []
     for call in calls:
         if call.has_series:
             continue  # a percentage of two values of one series (two points, a point and the mean) means nothing
-        items: dict[int, list[tuple[float, str]]] = {}
+        items: dict[int, list[tuple[str, float, str]]] = {}
         for shown in call.index():
             if shown.item >= 0 and shown.quantity.kind in NUMERIC_KINDS:
                 label = f"{shown.field or 'value'}={shown.quantity.text}"
-                items.setdefault(shown.item, []).append((shown.quantity.number, label))
-        for item, numbers in items.items():
-            for ratio, a, b in _ratios(numbers, at_most_whole=True):
+                cells = items.setdefault(shown.item, [])
+                if len(cells) < MAX_NUMBERS_PER_ITEM:
+                    cells.append((shown.field, shown.quantity.number, label))
+        rows.append((call, items))
+    words = text_words(text)
+    named = [names_a_field((c[0] for cells in items.values() for c in cells), words) for _, items in rows]
+    for i, (call, items) in enumerate(rows):
+        elsewhere = any(n for j, n in enumerate(named) if j != i)
+        for item, cells in items.items():
+            for ratio, a, b in plausible_pairs(cells, words, elsewhere):
                 if fits(claim, ratio):
                     return Derived("PERCENT_OF", ratio, (f"{a} of {b} in item {item}",), (call.tool_call_id,))
     return None
