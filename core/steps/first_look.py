@@ -38,6 +38,10 @@ FIRST_LOOK_NOTE = (
     "for this question. Their results are evidence of this run: cite their tool_call_ids like your own calls'. "
     "Query further where they leave the cause open; do not repeat them.")
 
+FIRST_LOOK_NEXT = (
+    "Those were the first look's results. Your turn: call the tools you need for what they leave open, or call "
+    "submit_diagnosis_draft now with a draft whose items cite the tool_call_ids above.")
+
 _SERVICE_SUFFIXES = ("service", "api", "svc", "worker", "gateway", "server", "app", "web", "backend", "frontend",
                      "proxy", "cache", "db", "queue", "consumer", "producer", "job")
 _HYPHENATED = re.compile(r"\b[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+\b")
@@ -198,7 +202,9 @@ class FirstLook:
 
 def starting_messages(calls: Sequence[tuple[str, str, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
     """The first look as the agent's conversation: its calls as an assistant turn and their results, like its own
-    calls' (ERROR results are left out: they are not evidence and would only distract)."""
+    calls' (ERROR results are left out: they are not evidence and would only distract), then a user turn asking for
+    the next step: a conversation that ends on tool results left small models with nothing to answer (Qwen2.5-Coder
+    1.5B on llama-cpp-python replied with an empty message, eval/agent live run 2026-12-02)."""
     shown = [c for c in calls if c[3].get("evidence_status") != EvidenceStatus.ERROR.value]
     if not shown:
         return []
@@ -207,4 +213,4 @@ def starting_messages(calls: Sequence[tuple[str, str, dict[str, Any], dict[str, 
         for call_id, tool, arguments, _ in shown]}
     results = [{"role": "tool", "tool_call_id": call_id, "content": json.dumps(projection, ensure_ascii=False, default=str)}
                for call_id, _, _, projection in shown]
-    return [assistant, *results]
+    return [assistant, *results, {"role": "user", "content": FIRST_LOOK_NEXT}]

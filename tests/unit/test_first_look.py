@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from core.steps.first_look import services_in, window_in
+from core.steps.first_look import FIRST_LOOK_NEXT, services_in, starting_messages, window_in
 from core.tools.logs.first_look import most_frequent_phrase
 from core.tools.sql.first_look import change_tables
 
@@ -126,3 +126,14 @@ def test_the_ranking_reads_as_change_in_facts_and_words() -> None:
                              "minutes before")
     assert series_sentence(series[0]) == ("the hikaricp connections active of order-service was 2.86 times its level "
                                           "before the window")
+def test_the_starting_conversation_ends_with_a_turn_asking_for_the_next_step() -> None:
+    """A conversation ending on tool results left a small model nothing to answer (it replied with an empty
+    message); the first look hands the turn back explicitly, and leaves ERROR results out."""
+    found = {"evidence_status": "EVIDENCE_FOUND", "items": [{"message": "pool exhausted"}]}
+    failed = {"evidence_status": "ERROR", "error": {"code": "X"}}
+    messages = starting_messages([("first_look_1", "query_logs", {"service": "a"}, found),
+                                  ("first_look_2", "query_logs", {"service": "b"}, failed)])
+    assert [m["role"] for m in messages] == ["assistant", "tool", "user"]
+    assert [c["id"] for c in messages[0]["tool_calls"]] == ["first_look_1"]
+    assert messages[-1]["content"] == FIRST_LOOK_NEXT
+    assert starting_messages([("first_look_1", "query_logs", {}, failed)]) == []
