@@ -25,6 +25,7 @@ from core.guard.quantities.explain import explain
 from core.guard.quantities.extract import extract_with_text, is_limit_statement
 from core.guard.quantities.extras import LIMIT_ARGUMENTS
 from core.guard.quantities.forms import search_forms
+from core.guard.quantities.listed_nouns import counts_what_is_listed, names_listed_table, noun_words
 from core.guard.quantities.match import Context, grounds
 from core.guard.quantities.model import CLOCK_KINDS, DAY_KINDS, NUMERIC_KINDS, Origin, Quantity, Shown
 from core.guard.quantities.series_cues import series_stat
@@ -216,9 +217,14 @@ class Grounder:
         """An evidence quantity that grounds the claim directly, cheapest searches first. A value claimed as a series
         statistic ("peaked at", "averaged") is grounded by that statistic of a cited series only."""
         allowed = self._allowed
+        nouns = noun_words(claim)
+        # a count of the rows a call lists ('5 alerts' of FROM alerts) rests on its count or a cell its noun names
+        listing = frozenset(c.tool_call_id for c in calls if names_listed_table(nouns, c)) if nouns else frozenset()
 
         def accept(shown: Shown) -> bool:
             if shown.origin is not Origin.RESULT and shown.field not in allowed and not shown.field.startswith("window_"):
+                return False
+            if listing and shown.tool_call_id in listing and not counts_what_is_listed(nouns, shown):
                 return False
             return grounds(claim, shown, context)
 
@@ -243,7 +249,7 @@ class Grounder:
         exact = exact_forms(claim)
         if exact is not None:
             for call in calls:
-                if call.find_exact(*exact):
+                if call.tool_call_id not in listing and call.find_exact(*exact):
                     return Shown(claim, Origin.RESULT, call.tool_call_id)
         if not extra_first and (query or (claim.kind in NUMERIC_KINDS and claim.limit_cue)):
             for call in calls:
