@@ -240,23 +240,35 @@ def paired_secret_keys(mapping: dict[Any, Any]) -> set[str]:
     return {k for k in mapping if isinstance(k, str) and k.lower() in _PAIR_VALUE_KEYS}
 
 
-_KEY_MEMO: dict[str, bool] = {}
-_KEY_MEMO_ENTRIES = 8192
-_KEY_MEMO_CHARS = 64
+class SecretKeyNames:
+    """Whether a mapping key or column name names a secret, with a bounded memo owned by this instance (a process
+    sees the same few hundred field and column names over and over; the regex costs ~10 us). `SECRET_KEYS` is the
+    process's one, like DEFAULT_RULES."""
+
+    MEMO_ENTRIES = 8192
+    MEMO_CHARS = 64
+
+    def __init__(self) -> None:
+        self._memo: dict[str, bool] = {}
+
+    def __call__(self, key: str) -> bool:
+        if len(key) > self.MEMO_CHARS:
+            return len(key) <= 200 and _SECRET_KEY_RE.fullmatch(key) is not None
+        found = self._memo.get(key)
+        if found is None:
+            found = _SECRET_KEY_RE.fullmatch(key) is not None
+            if len(self._memo) >= self.MEMO_ENTRIES:
+                self._memo.clear()  # atomic: projection threads and the loop share it
+            self._memo[key] = found
+        return found
+
+
+SECRET_KEYS = SecretKeyNames()
 
 
 def is_secret_key(key: str) -> bool:
-    """True when a mapping key or column name names a secret (its value must never be shown). Short keys are
-    remembered (a process sees the same few hundred field and column names over and over; the regex costs ~10 us)."""
-    if len(key) > _KEY_MEMO_CHARS:
-        return len(key) <= 200 and _SECRET_KEY_RE.fullmatch(key) is not None
-    found = _KEY_MEMO.get(key)
-    if found is None:
-        found = _SECRET_KEY_RE.fullmatch(key) is not None
-        if len(_KEY_MEMO) >= _KEY_MEMO_ENTRIES:
-            _KEY_MEMO.clear()  # atomic: projection threads and the loop share it
-        _KEY_MEMO[key] = found
-    return found
+    """True when a mapping key or column name names a secret (its value must never be shown)."""
+    return SECRET_KEYS(key)
 
 
 class Redactor:

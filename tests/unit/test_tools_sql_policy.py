@@ -13,7 +13,7 @@ import core.tools.sql.mysql as sql_mysql
 import core.tools.sql.postgres as sql_postgres
 from core.errors import ToolFailure
 from core.tools.sql.args import SqlArgs
-from core.tools.sql.policy import Backend, prepare
+from core.tools.sql.policy import Backend, Preparer, prepare
 from core.tools.sql.tool import SqlTool
 
 BACKENDS: list[Backend] = ["sqlite", "postgres", "mysql"]
@@ -128,9 +128,10 @@ def test_pinned_clock_replaces_now() -> None:
 
 
 def test_remembered_statements_follow_the_clock_and_the_arguments() -> None:
-    """prepare remembers what passed, but a NOW() statement is rendered for each clock, and every other argument
-    (cap, backend, allowed schemas) keys its own entry; a refusal is raised every time."""
+    """A Preparer (each SQL tool's) remembers what passed, but a NOW() statement is rendered for each clock, and
+    every other argument (cap, backend, allowed schemas) keys its own entry; a refusal is raised every time."""
     first, later = datetime(2026, 11, 29, 23, 30, tzinfo=UTC), datetime(2026, 11, 30, 1, 0, tzinfo=UTC)
+    prepare = Preparer()
     for backend in BACKENDS:
         assert "2026-11-29 23:30:00" in prepare("SELECT NOW() AS t", backend, 10, first).sql
         assert "2026-11-30 01:00:00" in prepare("SELECT NOW() AS t", backend, 10, later).sql

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import MappingProxyType
 
 from core.errors import ToolFailure
 from core.tools.metrics.engine_functions import (
@@ -298,18 +299,18 @@ class Aggregate(Node):
         return out
 
 
-AGGREGATIONS: dict[str, Callable[[list[float]], float]] = {
+AGGREGATIONS: Mapping[str, Callable[[list[float]], float]] = MappingProxyType({
     "sum": total, "avg": lambda vs: total(vs) / len(vs), "count": lambda vs: float(len(vs)),
     "min": lambda vs: min((v for v in vs if not math.isnan(v)), default=math.nan),
     "max": lambda vs: max((v for v in vs if not math.isnan(v)), default=math.nan),
-}
-ARITHMETIC: dict[str, Callable[[float, float], float]] = {
+})
+ARITHMETIC: Mapping[str, Callable[[float, float], float]] = MappingProxyType({
     "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: _divide(a, b),
-}
-COMPARISONS: dict[str, Callable[[float, float], bool]] = {
+})
+COMPARISONS: Mapping[str, Callable[[float, float], bool]] = MappingProxyType({
     "==": lambda a, b: a == b, "!=": lambda a, b: a != b, ">": lambda a, b: a > b, "<": lambda a, b: a < b,
     ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b,
-}
+})
 SET_OPS = ("and", "or", "unless")
 
 

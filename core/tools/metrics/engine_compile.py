@@ -34,7 +34,7 @@ from core.tools.metrics.engine_functions import INSTANT_ARITY, INSTANT_FUNCTIONS
 from core.tools.metrics.promql import Selector, selector_of
 from core.tools.metrics.series import Series
 
-__all__ = ["Lookup", "Unsupported", "compile_query"]
+__all__ = ("Lookup", "Unsupported", "compile_query")
 
 
 Lookup = Callable[[Selector], tuple[Series, ...]]

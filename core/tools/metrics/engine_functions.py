@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 
 Points = Sequence[tuple[float, float]]
 Labels = tuple[tuple[str, str], ...]
@@ -63,7 +64,7 @@ def _max(values: list[float]) -> float:
     return max(finite) if finite else math.nan
 
 
-RANGE_FUNCTIONS: dict[str, Callable[[Points, float, float], float | None]] = {
+RANGE_FUNCTIONS: Mapping[str, Callable[[Points, float, float], float | None]] = MappingProxyType({
     "rate": lambda p, e, r: _extrapolated(p, e, r, counter=True, rate=True),
     "increase": lambda p, e, r: _extrapolated(p, e, r, counter=True, rate=False),
     "delta": lambda p, e, r: _extrapolated(p, e, r, counter=False, rate=False),
@@ -72,7 +73,7 @@ RANGE_FUNCTIONS: dict[str, Callable[[Points, float, float], float | None]] = {
     "count_over_time": _over_time(lambda vs: float(len(vs))),
     "min_over_time": _over_time(_min),
     "max_over_time": _over_time(_max),
-}
+})
 
 
 def range_value(name: str, points: Points, end: float, range_s: float) -> float | None:
@@ -113,14 +114,14 @@ def _rounded(fn: Callable[[float], float]) -> Callable[[float], float]:
     return lambda v: float(fn(v)) if math.isfinite(v) else v
 
 
-INSTANT_FUNCTIONS: dict[str, Callable[..., float]] = {
+INSTANT_FUNCTIONS: Mapping[str, Callable[..., float]] = MappingProxyType({
     "abs": abs, "ln": _ln, "log2": _log(2.0), "log10": _log(10.0), "exp": _exp, "sqrt": _sqrt,
     "ceil": _rounded(math.ceil), "floor": _rounded(math.floor),
     "clamp_min": lambda v, low: max(v, low) if not math.isnan(v) else v,
     "clamp_max": lambda v, high: min(v, high) if not math.isnan(v) else v,
     "clamp": _clamp,
-}
-INSTANT_ARITY = {"clamp_min": 1, "clamp_max": 1, "clamp": 2}
+})
+INSTANT_ARITY: Mapping[str, int] = MappingProxyType({"clamp_min": 1, "clamp_max": 1, "clamp": 2})
 """Number parameters after the vector (the others take none)."""
 
 _GROUP = re.compile(r"\$\$|\$\{(\w+)\}|\$(\w+)")

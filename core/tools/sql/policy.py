@@ -35,7 +35,7 @@ from core.tools.sql.catalogs import refused_schema, refused_table
 from core.tools.sql.rewrite import cap_rows, cut_projections, rewrite_dates, rewrite_now, uses_now
 from core.tools.sql.show import SHOW_KINDS, describe_table, name_of, needs_table, render_show, show_kind
 
-__all__ = ("Backend", "PreparedQuery", "check", "prepare", "refuse")
+__all__ = ("Backend", "PreparedQuery", "Preparer", "check", "prepare", "refuse")
 
 # sqlglot logs parser fallbacks with the statement text at WARNING; user SQL must not reach the logs.
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
@@ -274,8 +274,6 @@ def _prepare_catalog(tree: exp.Expression, backend: Backend) -> PreparedQuery | 
     return None
 
 
-_PREPARED: dict[tuple[object, ...], PreparedQuery] = {}
-_PREPARED_ENTRIES = 512
 _ANY_TIME = object()
 """The key's last part for a statement without NOW()-like calls: what it renders to does not depend on `now`."""
 
@@ -285,22 +283,31 @@ def prepare(sql: str, backend: Backend, row_cap: int, now: datetime | None = Non
     """Check one MySQL-dialect statement and render it for the backend; raises ToolFailure when refused.
 
     `schemas` are the system schemas/relations the operator allowed (DIAG_SQL_SCHEMAS); `current_db` is the
-    database the connection reads unqualified names from (a system one is treated as such).
+    database the connection reads unqualified names from (a system one is treated as such)."""
+    return _prepare(sql, backend, row_cap, now, schemas, current_db)[0]
 
-    A statement that passed is remembered (a pure function of these arguments, and of `now` only when the statement
-    calls NOW() or the like): the first look's statements and an agent's repeats skip sqlglot's parse, check and
-    renders (~0.5 ms each). A PreparedQuery is immutable (with_cuts renders a copy of its tree). Refusals are not
-    remembered.
-    """
-    key = (sql, backend, row_cap, schemas, current_db)
-    found = _PREPARED.get((*key, _ANY_TIME)) or _PREPARED.get((*key, now))
-    if found is not None:
-        return found
-    prepared, timed = _prepare(sql, backend, row_cap, now, schemas, current_db)
-    if len(_PREPARED) >= _PREPARED_ENTRIES:
-        _PREPARED.clear()  # atomic: tool calls prepare in worker threads
-    _PREPARED[(*key, now if timed else _ANY_TIME)] = prepared
-    return prepared
+
+class Preparer:
+    """`prepare` with a bounded memo owned by this instance (one per SQL tool): a statement that passed is
+    remembered (a pure function of the arguments, and of `now` only when the statement calls NOW() or the like), so
+    the first look's statements and an agent's repeats skip sqlglot's parse, check and renders (~0.5 ms each). A
+    PreparedQuery is immutable (with_cuts renders a copy of its tree). Refusals are not remembered."""
+
+    def __init__(self, entries: int = 512) -> None:
+        self._memo: dict[tuple[object, ...], PreparedQuery] = {}
+        self._entries = entries
+
+    def __call__(self, sql: str, backend: Backend, row_cap: int, now: datetime | None = None, *,
+                 schemas: frozenset[str] = frozenset(), current_db: str | None = None) -> PreparedQuery:
+        key = (sql, backend, row_cap, schemas, current_db)
+        found = self._memo.get((*key, _ANY_TIME)) or self._memo.get((*key, now))
+        if found is not None:
+            return found
+        prepared, timed = _prepare(sql, backend, row_cap, now, schemas, current_db)
+        if len(self._memo) >= self._entries:
+            self._memo.clear()  # atomic: tool calls prepare in worker threads
+        self._memo[(*key, now if timed else _ANY_TIME)] = prepared
+        return prepared
 
 
 def _prepare(sql: str, backend: Backend, row_cap: int, now: datetime | None, schemas: frozenset[str],

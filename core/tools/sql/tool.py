@@ -22,7 +22,7 @@ from core.errors import ToolFailure
 from core.tools.sql.args import NAME, SqlArgs
 from core.tools.sql.budget import DEFAULT_CELL_MAX_BYTES, DEFAULT_RESULT_MAX_BYTES, ResultBudget
 from core.tools.sql.catalogs import parse_schema_setting
-from core.tools.sql.policy import Backend, PreparedQuery, prepare
+from core.tools.sql.policy import Backend, PreparedQuery, Preparer
 from core.tools.sql.privileges import mysql_problems, postgres_problems, refusal
 from core.tools.sql.server import classify_url
 from core.tools.sql.sqlite import run_sqlite
@@ -80,6 +80,7 @@ class SqlTool:
         self._result_max_bytes = max(self._cell_max_bytes, int(result_max_bytes))
         self._privileges_ok = False
         self._kills: set[asyncio.Task[None]] = set()
+        self._prepare = Preparer()
         _preload_driver(url)
 
     def _budget(self) -> ResultBudget:
@@ -93,7 +94,7 @@ class SqlTool:
         # Parsing, checking and rendering is pure-Python CPU work (and builds sqlglot's dialect tables on first use):
         # in a worker thread, so the event loop keeps acknowledging Slack meanwhile.
         prepared = await asyncio.to_thread(
-            prepare, args.sql, backend, self._row_cap, now, schemas=self._schemas, current_db=current_db)
+            self._prepare, args.sql, backend, self._row_cap, now, schemas=self._schemas, current_db=current_db)
         budget = self._budget()
         if backend == "sqlite":
             columns = await self._run_thread(url, prepared, budget)
