@@ -26,6 +26,7 @@ from core.stores.sql.audit import SqlAuditStore
 from entrypoints.demo import recorded_reply
 from testkit.openai_server import Entry, FakeOpenAIServer
 from tests.fakes.cluster import free_port
+from tests.waiting import until
 
 QUESTION = "why is order-service failing since 23:00?"
 HIKARI = {"service": "order-service", "query": "HikariPool", "level": "ERROR"}
@@ -533,6 +534,9 @@ async def test_two_processes_sharing_redis_cancel_and_serialise(
         progress = Progress()
         hosted = asyncio.create_task(host.ask(progress=progress))
         run_id = await progress.run_id_after_tool()
+        # The host's next model call (the slow answer) must be in flight before the other turn asks: else a cancel
+        # landing between the tool and that call leaves the slow answer in the script for the other turn's router.
+        await until(lambda: server.remaining == 1, timeout_s=5)
         waiting = asyncio.create_task(other.ask("and the database?"))
         done, _ = await asyncio.wait({waiting}, timeout=0.3)  # a negative: 300 ms later it is still waiting
         assert not done, "the second process must wait for the session's running turn"
