@@ -127,6 +127,16 @@ CLOUDWATCH = {
                             ["2026-11-29 23:05:00", "DatabaseConnections", 187, "Count"]]},
     "started_at": "2026-11-29T23:30:00Z",
 }
+CLOUDWATCH_DECIMAL = {
+    "run_id": "eval", "tool_call_id": "x_cw_decimal", "tool_name": "query_mysql",
+    "arguments": {"sql": "SELECT metric, value, unit FROM rds_metrics_decimal"},
+    "effective_arguments": {"sql": "SELECT metric, value, unit FROM rds_metrics_decimal"},
+    "state": "READY", "evidence_status": "EVIDENCE_FOUND",
+    "projection": {"tool_call_id": "x_cw_decimal", "tool_name": "query_mysql", "evidence_status": "EVIDENCE_FOUND",
+                   "count": 2, "truncated": False, "error": None, "columns": ["metric", "value", "unit"],
+                   "rows": [["CPUUtilization", "92.50", "Percent"], ["ReadLatency", "0.0123", "Seconds"]]},
+    "started_at": "2026-11-29T23:30:00Z",
+}
 CLOUDWATCH_LOG = {
     "run_id": "eval", "tool_call_id": "x_cw_log", "tool_name": "query_logs",
     "arguments": {"service": "shop-db", "query": "metric"},
@@ -158,6 +168,11 @@ def _sibling_units(case: Callable[..., None], draft: Callable[..., dict[str, Any
         ("Connections grew at 187 per second.", False, "a Count is no rate"),
     ]:
         case("sibling-unit", valid, draft((text, ["x_cloudwatch"]), scope=scope), note, extra=[CLOUDWATCH])
+    for text, valid, note in [("RDS CPU utilisation was 92.5% then.", True, "DECIMAL '92.50' beside unit Percent"),
+                              ("Read latency was 12.3 ms then.", True, "DECIMAL '0.0123' beside unit Seconds"),
+                              ("RDS CPU utilisation was 95% then.", False, "92.5%, not 95%"),
+                              ("Read latency was 123 ms then.", False, "12.3 ms, a factor of ten")]:
+        case("sibling-unit", valid, draft((text, ["x_cw_decimal"]), scope=scope), note, extra=[CLOUDWATCH_DECIMAL])
     for text, valid, note in [("Replica lag reached 95 ms at 23:06.", True, "value 95 beside unit Milliseconds"),
                               ("Replica lag reached 95 s.", False, "95 ms, not 95 s")]:
         case("sibling-unit", valid, draft((text, ["x_cw_log"]), scope=scope), note, extra=[CLOUDWATCH_LOG])

@@ -22,6 +22,7 @@ from core.guard.quantities.model import Kind, Quantity
 from core.guard.quantities.unit_values import unit_quantities
 
 _UNIT_KEYS = frozenset({"unit", "units", "uom", "unit_of_measure"})
+_NUMBER_TEXT = re.compile(r"-?\d+(?:\.\d+)?")
 _METRIC_KEYS = frozenset({"metric", "metric_name", "metricname", "__name__", "name", "series", "measurement"})
 _VALUE_KEYS = frozenset({"value", "val", "avg", "average", "min", "minimum", "max", "maximum", "sum", "p50", "p90", "p95",
                          "p99", "last", "first", "mean", "median", "samplecount", "stat_value", "reading", "current"})
@@ -55,6 +56,12 @@ def declared_quantity(value: float, unit: str, text: str, key: str = "") -> Quan
     return typed[0] if typed else None
 
 
+def is_number_text(value: Any) -> bool:
+    """A plain number written as text: how a SQL DECIMAL column comes back (core/tools/sql/values.py keeps its exact
+    digits as a string), e.g. value = '92.50' beside unit = 'Percent'."""
+    return isinstance(value, str) and len(value) <= 40 and _NUMBER_TEXT.fullmatch(value) is not None
+
+
 def row_units(row: Mapping[str, Any]) -> dict[str, str]:
     """Field -> the unit declared for it in the same row or log line: `<field>_unit` / `<field>_units`, else a
     `unit` / `units` field for the value fields (value, avg, max, p99...) and, in a row naming its metric, for every
@@ -64,7 +71,7 @@ def row_units(row: Mapping[str, Any]) -> dict[str, str]:
     metric = next((str(v) for k, v in row.items() if k.lower() in _METRIC_KEYS and isinstance(v, str)), None)
     from_metric = metric_unit(metric) if metric else None
     for key, value in row.items():
-        if isinstance(value, bool) or not isinstance(value, int | float):
+        if isinstance(value, bool) or not (isinstance(value, int | float) or is_number_text(value)):
             continue
         lowered = key.lower()
         own = row.get(f"{key}_unit", row.get(f"{key}_units"))
