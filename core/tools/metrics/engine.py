@@ -12,6 +12,7 @@ function dropped the metric names of two metrics) is an error, and evaluation st
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,11 +70,12 @@ class Budget:
 
 
 @dataclass(frozen=True, eq=False)
-class Node:
+class Node(ABC):
     """A compiled expression node: evaluated at one time (seconds) into a vector, a matrix or a scalar."""
 
+    @abstractmethod
     def instant(self, t: float, budget: Budget) -> Vector | float:
-        raise NotImplementedError
+        """The expression's value at time `t`."""
 
     def steps(self, times: Sequence[float], budget: Budget) -> Matrix:
         """The vector at each of these (increasing) times as one matrix: each series' points in time order, the
@@ -145,14 +147,15 @@ class Select(Node):
 
 
 @dataclass(frozen=True, eq=False)
-class RangeNode:
+class RangeNode(ABC):
     """A range selector or a subquery: each series' points in [t - offset - range, t - offset]."""
 
     range_s: float
     offset_s: float
 
+    @abstractmethod
     def matrix(self, t: float, budget: Budget) -> Matrix:
-        raise NotImplementedError
+        """Each series' points in the range ending at `t`."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -203,7 +206,7 @@ class RangeCall(Node):
         for labels, points in self.arg.matrix(t, budget).items():
             value = range_value(self.name, points, t - self.arg.offset_s, self.arg.range_s)
             if value is not None:
-                _put(out, drop_name(labels), value)
+                put_unique(out, drop_name(labels), value)
         self.last[:] = [(t, out)]
         return out
 
@@ -223,7 +226,7 @@ class Call(Node):
             return fn(value, *self.scalars)
         out: Vector = {}
         for labels, v in value.items():
-            _put(out, drop_name(labels), fn(v, *self.scalars))
+            put_unique(out, drop_name(labels), fn(v, *self.scalars))
         return out
 
     def steps(self, times: Sequence[float], budget: Budget) -> Matrix:
@@ -247,10 +250,10 @@ class LabelReplace(Node):
         return out
 
     def instant(self, t: float, budget: Budget) -> Vector | float:
-        value = _vector(self.arg.instant(t, budget), "label_replace")
+        value = as_vector(self.arg.instant(t, budget), "label_replace")
         out: Vector = {}
         for labels, v in value.items():
-            _put(out, self._renamed(labels), v)
+            put_unique(out, self._renamed(labels), v)
         return out
 
     def steps(self, times: Sequence[float], budget: Budget) -> Matrix:
@@ -267,7 +270,7 @@ class Aggregate(Node):
     param: Node | None = None
 
     def instant(self, t: float, budget: Budget) -> Vector | float:
-        value = _vector(self.arg.instant(t, budget), self.op)
+        value = as_vector(self.arg.instant(t, budget), self.op)
         groups: dict[Labels, list[tuple[Labels, float]]] = {}
         for labels, v in value.items():
             groups.setdefault(self._group(labels), []).append((labels, v))
@@ -304,119 +307,7 @@ AGGREGATIONS: Mapping[str, Callable[[list[float]], float]] = MappingProxyType({
     "min": lambda vs: min((v for v in vs if not math.isnan(v)), default=math.nan),
     "max": lambda vs: max((v for v in vs if not math.isnan(v)), default=math.nan),
 })
-ARITHMETIC: Mapping[str, Callable[[float, float], float]] = MappingProxyType({
-    "+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b, "/": lambda a, b: _divide(a, b),
-})
-COMPARISONS: Mapping[str, Callable[[float, float], bool]] = MappingProxyType({
-    "==": lambda a, b: a == b, "!=": lambda a, b: a != b, ">": lambda a, b: a > b, "<": lambda a, b: a < b,
-    ">=": lambda a, b: a >= b, "<=": lambda a, b: a <= b,
-})
-SET_OPS = ("and", "or", "unless")
-
-
-def _divide(a: float, b: float) -> float:
-    if b == 0:
-        return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a)
-    return a / b
-
-
-@dataclass(frozen=True, eq=False)
-class Binary(Node):
-    op: str
-    lhs: Node
-    rhs: Node
-    on: tuple[str, ...] | None = None
-    ignoring: tuple[str, ...] = ()
-    return_bool: bool = False
-    signatures: dict[Labels, Labels] = field(default_factory=dict, compare=False, repr=False)
-    """Each label set's matching signature, computed once per evaluation rather than at each step."""
-
-    def instant(self, t: float, budget: Budget) -> Vector | float:
-        left, right = self.lhs.instant(t, budget), self.rhs.instant(t, budget)
-        if self.op in SET_OPS:
-            return self._set(_vector(left, self.op), _vector(right, self.op))
-        if not isinstance(left, dict) and not isinstance(right, dict):
-            return self._scalar(left, right)
-        if isinstance(left, dict) and isinstance(right, dict):
-            return self._vectors(left, right)
-        out: Vector = {}
-        vector, scalar = (left, right) if isinstance(left, dict) else (right, left)
-        for labels, v in vector.items():  # type: ignore[union-attr]
-            a, b = (v, float(scalar)) if isinstance(left, dict) else (float(scalar), v)  # type: ignore[arg-type]
-            kept = self._apply(labels, a, b, v)
-            if kept is not None:
-                _put(out, kept[0], kept[1])
-        return out
-
-    def _scalar(self, a: float, b: float) -> float:
-        if self.op in ARITHMETIC:
-            return ARITHMETIC[self.op](a, b)
-        if not self.return_bool:
-            raise ToolFailure("METRICS_BAD_QUERY", "comparisons between scalars must use the bool modifier.")
-        return float(COMPARISONS[self.op](a, b))
-
-    def _apply(self, labels: Labels, a: float, b: float, shown: float) -> tuple[Labels, float] | None:
-        """One element's result: (labels, value), or None when a filtering comparison drops it."""
-        if self.op in ARITHMETIC:
-            return drop_name(labels), ARITHMETIC[self.op](a, b)
-        hit = COMPARISONS[self.op](a, b)
-        if self.return_bool:
-            return drop_name(labels), float(hit)
-        return (labels, shown) if hit else None
-
-    def _signature(self, labels: Labels) -> Labels:
-        known = self.signatures.get(labels)
-        if known is not None:
-            return known
-        if self.on is not None:
-            known = tuple(p for p in labels if p[0] in self.on)
-        else:
-            dropped = {NAME, *self.ignoring}
-            known = tuple(p for p in labels if p[0] not in dropped)
-        self.signatures[labels] = known
-        return known
-
-    def _vectors(self, left: Vector, right: Vector) -> Vector:
-        by_signature: dict[Labels, float] = {}
-        for labels, v in right.items():
-            signature = self._signature(labels)
-            if signature in by_signature:
-                raise ToolFailure("METRICS_BAD_QUERY", "found duplicate series for the match group on the right "
-                                  "side of the operation: many-to-many matching not allowed (use on(...) or "
-                                  "aggregate).")
-            by_signature[signature] = v
-        out: Vector = {}
-        seen: set[Labels] = set()
-        for labels, a in left.items():
-            signature = self._signature(labels)
-            if signature not in by_signature:
-                continue
-            if signature in seen:
-                raise ToolFailure("METRICS_BAD_QUERY", "multiple matches for labels: many-to-one matching must be "
-                                  "explicit (group_left/group_right needs Prometheus).")
-            seen.add(signature)
-            kept = self._apply(labels, a, by_signature[signature], a)
-            if kept is not None:
-                _put(out, self._result_labels(kept[0]), kept[1])
-        return out
-
-    def _result_labels(self, labels: Labels) -> Labels:
-        """Prometheus' result labels of one-to-one matching: only the `on` labels, or without the ignored ones."""
-        if self.on is not None:
-            return tuple(p for p in labels if p[0] in self.on)
-        return tuple(p for p in labels if p[0] not in self.ignoring)
-
-    def _set(self, left: Vector, right: Vector) -> Vector:
-        right_signatures = {self._signature(labels) for labels in right}
-        if self.op == "and":
-            return {k: v for k, v in left.items() if self._signature(k) in right_signatures}
-        if self.op == "unless":
-            return {k: v for k, v in left.items() if self._signature(k) not in right_signatures}
-        left_signatures = {self._signature(labels) for labels in left}
-        return {**left, **{k: v for k, v in right.items() if self._signature(k) not in left_signatures}}
-
-
-def _vector(value: Vector | float, where: str) -> Vector:
+def as_vector(value: Vector | float, where: str) -> Vector:
     if not isinstance(value, dict):
         raise ToolFailure("METRICS_BAD_QUERY", f"{where} needs an instant vector, not a scalar.")
     return value
@@ -428,7 +319,7 @@ def _duplicate() -> ToolFailure:
                        "\"__name__\", \"(.+)\") or aggregate).")
 
 
-def _put(out: Vector, labels: Labels, value: float) -> None:
+def put_unique(out: Vector, labels: Labels, value: float) -> None:
     if labels in out:
         raise _duplicate()
     out[labels] = value

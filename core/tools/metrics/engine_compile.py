@@ -13,12 +13,8 @@ import promql_parser as pp
 from core.errors import ToolFailure
 from core.tools.metrics.engine import (
     AGGREGATIONS,
-    ARITHMETIC,
-    COMPARISONS,
     DEFAULT_SUBQUERY_STEP_S,
-    SET_OPS,
     Aggregate,
-    Binary,
     Call,
     LabelReplace,
     Node,
@@ -30,6 +26,7 @@ from core.tools.metrics.engine import (
     Subquery,
     Unsupported,
 )
+from core.tools.metrics.engine_binary import ARITHMETIC, COMPARISONS, SET_OPS, Binary
 from core.tools.metrics.engine_functions import INSTANT_ARITY, INSTANT_FUNCTIONS, RANGE_FUNCTIONS
 from core.tools.metrics.promql import Selector, selector_of
 from core.tools.metrics.series import Series
