@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import re
 import time
@@ -24,14 +23,13 @@ from core.contracts.evidence import (
     RawResult,
     ToolError,
 )
-from core.contracts.progress import SUBJECT_MAX, ProgressStage, ProgressUpdate, ToolProgress
+from core.contracts.progress import ProgressStage
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
-from core.evidence.instructions import spans_in
+from core.evidence.call_steps import capped_for_record, note_untrusted, parse_arguments, report_progress
 from core.evidence.projection import MIN_PROJECTION_BYTES, ProjectionBounds, project_sized, projection_size
-from core.evidence.raw_cap import DEFAULT_RAW_MAX_BYTES, cap_raw
+from core.evidence.raw_cap import DEFAULT_RAW_MAX_BYTES
 from core.evidence.redaction import Redactor
-from core.evidence.subjects import cut_words
 from core.observability.metrics import Metrics
 from core.ports import AuditStore, CanonicalStore, PendingClaims
 from core.run import DeadlinePassed, RunCancelled, RunContext, bounded
@@ -42,25 +40,12 @@ from core.tools.registry import current_registry
 logger = logging.getLogger(__name__)
 
 _PROVIDER_ID = re.compile(r"[A-Za-z0-9_.:-]{1,80}")
-MAX_ARGUMENT_CHARS = 16 * 1024
 _MINT_ATTEMPTS = 5
 
 
 def mint_call_id() -> str:
     """A fresh tool call id: call_<12 hex>."""
     return f"call_{uuid.uuid4().hex[:12]}"
-
-
-MAX_UNTRUSTED_SPANS = 64
-
-
-def _note_untrusted(ctx: RunContext, projection: dict[str, Any]) -> None:
-    """Remember the projection's instruction-like spans for the guard (each once; the list stays bounded)."""
-    for span in spans_in(projection):
-        if len(ctx.untrusted_spans) >= MAX_UNTRUSTED_SPANS:
-            return
-        if span not in ctx.untrusted_spans:
-            ctx.untrusted_spans.append(span)
 
 
 @dataclass
@@ -80,6 +65,11 @@ class _Call:
     raw_bytes: int = 0
     projected: tuple[dict[str, Any], int] | None = None
     """The result's projection and its size, made in the same worker thread as its capping (one hop, not two)."""
+
+    async def report(self, stage: ProgressStage, projection: dict[str, Any] | None = None, code: str | None = None) -> None:
+        """Report this call's progress (what was queried; at the end its status and count)."""
+        await report_progress(self.ctx, self.call_id, self.name, self.spec, self.effective or self.arguments, stage,
+                              projection, code)
 
 
 class ToolBoundary:
@@ -123,7 +113,7 @@ class ToolBoundary:
         """Run one tool call and return its bounded projection JSON (ERROR projection for every failure)."""
         started_at = datetime.now(UTC)
         spec = current_registry().find(name) if isinstance(name, str) else None
-        parsed = self._parse_arguments(arguments)
+        parsed = parse_arguments(arguments)
         tool = self._tools.get(name)
         valid = self._valid(spec, tool, parsed)
         if valid is not None and self._claims_pending is not None and self._admission_error(ctx) is None:
@@ -159,7 +149,7 @@ class ToolBoundary:
             await self._canonical.put(self._record(call, InvocationState.PENDING))
         except StoreUnavailable:
             return await self._store_down(call)
-        await self._progress(call, ProgressStage.TOOL_STARTED)
+        await call.report(ProgressStage.TOOL_STARTED)
         outcome = await self._run(call, tool, args)
         if isinstance(outcome, ToolError):
             return await self._finish(call, None, outcome)
@@ -194,7 +184,7 @@ class ToolBoundary:
             ctx.tool_calls -= 1
             ctx.observation_bytes -= call.reserved_bytes
             return await self._store_down(_Call(ctx, mint_call_id(), call.name, call.spec, call.started_at))
-        await self._progress(call, ProgressStage.TOOL_STARTED)
+        await call.report(ProgressStage.TOOL_STARTED)
         outcome = await self._run(call, tool, args)
         if isinstance(outcome, ToolError):
             return await self._finish(call, None, outcome)
@@ -244,27 +234,6 @@ class ToolBoundary:
         call.reserved_bytes = call.max_bytes
         ctx.observation_bytes += call.reserved_bytes
 
-    @staticmethod
-    def _parse_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any] | ToolError:
-        if arguments is None or (isinstance(arguments, str) and not arguments.strip()):
-            return {}
-        if isinstance(arguments, str):
-            if len(arguments) > MAX_ARGUMENT_CHARS:
-                return ToolError(code="INVALID_ARGUMENTS", message=f"Arguments exceed {MAX_ARGUMENT_CHARS} characters.")
-            try:
-                arguments = json.loads(arguments)
-            except ValueError:
-                return ToolError(code="INVALID_ARGUMENTS", message="Arguments are not valid JSON; send one JSON object.")
-            if not isinstance(arguments, dict):
-                return ToolError(code="INVALID_ARGUMENTS", message="Arguments must be a JSON object of named fields.")
-            decoded: dict[str, Any] = arguments  # fresh from json.loads: already only what JSON can carry
-            return decoded
-        if not isinstance(arguments, dict):
-            return ToolError(code="INVALID_ARGUMENTS", message="Arguments must be a JSON object of named fields.")
-        # Direct callers may pass Python values; keep only what JSON can carry so the record always serialises.
-        normalised: dict[str, Any] = json.loads(json.dumps(arguments, default=str))
-        return normalised
-
     async def _run(self, call: _Call, tool: Tool[Any], args: Any) -> RawResult | ToolError:
         """Run the tool under the per-tool timeout (capped by the deadline), stopping early on cancellation."""
         name = call.name
@@ -301,26 +270,12 @@ class ToolBoundary:
         return ToolError(code="BACKEND_ERROR", message=f"The {name} backend failed unexpectedly; this call is not evidence.")
 
     def _measured_projected(self, call: _Call, raw: RawResult) -> RawResult | ToolError:
-        """_measured, then the capped result's projection for _finish (in the caller's worker thread)."""
-        capped = self._measured(call, raw, self._raw_max_bytes)
-        if isinstance(capped, RawResult):
-            call.projected = self._project(call, capped, None)
-        return capped
-
-    @staticmethod
-    def _measured(call: _Call, raw: RawResult, max_bytes: int) -> RawResult | ToolError:
-        """Size the raw result once and cap it for the canonical record; one that cannot be serialised (or not even
-        its first item fits the cap) could never be stored or verified."""
-        try:
-            capped = cap_raw(raw, max_bytes)
-        except ValueError:
-            logger.warning("tool %s returned values that cannot be serialised", call.name)
-            message = f"The {call.name} backend returned values that cannot be stored; this call is not evidence."
-            return ToolError(code="BACKEND_ERROR", message=message)
-        if capped is None:
-            message = f"The {call.name} result is over {max_bytes // 1024} KiB even for one item; this call is not evidence."
-            return ToolError(code="RESULT_TOO_LARGE", message=message)
+        """capped_for_record, then the capped result's projection for _finish (in the caller's worker thread)."""
+        capped = capped_for_record(call.name, raw, self._raw_max_bytes)
+        if isinstance(capped, ToolError):
+            return capped
         raw, call.raw_bytes = capped
+        call.projected = self._project(call, raw, None)
         return raw
 
     # ---- recording -----------------------------------------------------------------------------
@@ -369,7 +324,7 @@ class ToolBoundary:
             projection, size = call.projected
         else:  # redaction and bounding of a real result is CPU work: off the event loop
             projection, size = await asyncio.to_thread(self._project, call, raw, error)
-        _note_untrusted(call.ctx, projection)
+        note_untrusted(call.ctx, projection)
         if write_record and call.spec is not None:
             state = InvocationState.FAILED if error is not None else InvocationState.READY
             record = self._record(call, state, raw, projection, error, duration_ms)
@@ -394,7 +349,7 @@ class ToolBoundary:
             "duration_ms": round(duration_ms, 1),
         }
         await call.ctx.timeline.record(EventType.TOOL_CALL, summary, duration_ms)
-        await self._progress(call, ProgressStage.TOOL_FINISHED, projection, code)
+        await call.report(ProgressStage.TOOL_FINISHED, projection, code)
         return projection
 
     def _project(self, call: _Call, raw: RawResult | None, error: ToolError | None) -> tuple[dict[str, Any], int]:
@@ -436,23 +391,3 @@ class ToolBoundary:
             await self._audit.record_invocation(meta)
         except Exception as exc:  # audit is long-lived bookkeeping; its outage must not turn evidence into an error
             logger.warning("audit row for %s not written: %s", call.call_id, type(exc).__name__)
-
-    @staticmethod
-    async def _progress(call: _Call, stage: ProgressStage, projection: dict[str, Any] | None = None,
-                        error_code: str | None = None) -> None:
-        """Report the call starting or ending: what was queried and, at the end, its status and count."""
-        if call.ctx.progress is None:
-            return
-        arguments = call.effective or call.arguments
-        tool = ToolProgress(
-            tool_call_id=call.call_id,
-            tool=call.name[:64],
-            subject=cut_words(call.spec.subject(arguments, projection), SUBJECT_MAX) if call.spec else "",
-            evidence_status=None if projection is None else EvidenceStatus(projection["evidence_status"]),
-            count=None if projection is None else int(projection["count"]),
-            error_code=None if error_code is None else str(error_code)[:64],
-        )
-        try:
-            await call.ctx.progress.update(call.ctx.run_id, ProgressUpdate(stage=stage, tool=tool))
-        except Exception as exc:  # progress is cosmetic; a failing sink must not fail the call
-            logger.warning("progress update for %s failed: %s", call.call_id, type(exc).__name__)
