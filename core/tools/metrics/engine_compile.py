@@ -6,7 +6,7 @@ subset lacks is Unsupported, naming the part."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import promql_parser as pp
 
@@ -128,16 +128,9 @@ class _Compiler:
         op = str(expr.op)
         if op not in (*AGGREGATIONS, "topk", "bottomk"):
             raise Unsupported(f"the aggregation {op}")
-        grouping: tuple[str, ...] | None = None
-        without: tuple[str, ...] = ()
         modifier = expr.modifier
-        if modifier is not None:
-            if str(modifier.type).endswith("By"):
-                grouping = tuple(modifier.labels)
-            else:
-                without = tuple(modifier.labels)
-        else:
-            grouping = ()
+        grouping, without = (_named(str(modifier.type).endswith("By"), modifier.labels) if modifier is not None
+                             else ((), ()))
         param = self.node(expr.param) if op in ("topk", "bottomk") and expr.param is not None else None
         return Aggregate(op, self.node(expr.expr), grouping, without, param)
 
@@ -156,8 +149,11 @@ class _Compiler:
             return_bool = bool(modifier.return_bool)
             matching = modifier.matching
             if matching is not None:
-                if str(matching.type).endswith("Include"):
-                    on = tuple(matching.labels)
-                else:
-                    ignoring = tuple(matching.labels)
+                on, ignoring = _named(str(matching.type).endswith("Include"), matching.labels)
         return Binary(op, self.node(expr.lhs), self.node(expr.rhs), on, ignoring, return_bool)
+
+
+def _named(include: bool, labels: Sequence[str]) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    """PromQL's two ways of naming labels (`by` / `on` keep them, `without` / `ignoring` drop them) as the nodes take
+    them: (kept or None, dropped)."""
+    return (tuple(labels), ()) if include else (None, tuple(labels))
