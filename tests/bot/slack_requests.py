@@ -25,7 +25,9 @@ def sign(secret: str, timestamp: int, body: str) -> str:
 
 
 def envelope(event: dict[str, Any], event_id: str | None = None, team: str = "T1") -> dict[str, Any]:
-    """An event_callback body as Slack sends it."""
+    """An event_callback body as Slack sends it: the outer envelope of Slack's Events API reference
+    (api.slack.com/apis/events-api, "Callback field overview": token, team_id, api_app_id, event, type, event_id,
+    event_time, authorizations); signed as "Verifying requests from Slack" documents (sign below)."""
     return {"token": "x", "team_id": team, "api_app_id": "A1", "type": "event_callback",
             "event_id": event_id or f"Ev{next(_ids):08d}", "event_time": int(time.time()), "event": event,
             "authorizations": [{"team_id": team, "user_id": "UBOT", "is_bot": True}]}

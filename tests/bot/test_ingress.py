@@ -1,4 +1,7 @@
-"""The ingress thread (bot/ingress.py): events acked without the main loop, everything else answered from it."""
+"""The ingress thread (bot/ingress.py): events acked without the main loop, everything else answered from it.
+
+Requests follow Slack's references, not our code: event_callback and url_verification bodies from the Events API
+reference, signatures from "Verifying requests from Slack" (tests/bot/slack_requests.py)."""
 
 from __future__ import annotations
 
