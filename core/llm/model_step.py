@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from core.contracts.run import EventType, StopReason
 from core.llm.model import ModelReply, ModelUnavailable
-from core.llm.text_calls import calls_in_text, data_texts
+from core.llm.text_calls import calls_in_text, data_texts, implied_submit
 from core.ports import AuditStore, ChatModel, Timeline
 from core.run import DeadlinePassed, RunCancelled, RunContext, bounded, call_timeout
 
@@ -104,7 +104,7 @@ class ModelStep:
             raise
         summary.update({"tool_calls": len(reply.tool_calls), "finish_reason": reply.finish_reason})
         if tools and not reply.tool_calls:
-            reply, found = read_text_calls(reply, messages)
+            reply, found = read_text_calls(reply, messages, tools)
             summary.update(found)
         await _record(timeline, summary, started)
         if self.audit is not None and run_id is not None:
@@ -125,10 +125,18 @@ class ModelStep:
             raise
 
 
-def read_text_calls(reply: ModelReply, messages: list[dict[str, Any]]) -> tuple[ModelReply, dict[str, Any]]:
+def read_text_calls(
+    reply: ModelReply, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None
+) -> tuple[ModelReply, dict[str, Any]]:
     """A reply that should carry tool calls but has none: the calls written in its content, if any (validated later by
-    the caller exactly like native ones), and what the timeline records about them."""
-    found = calls_in_text(reply.content, data_texts(messages))
+    the caller exactly like native ones), or else the arguments of an offered submit function written without its
+    name, and what the timeline records about them."""
+    given = data_texts(messages)
+    found = calls_in_text(reply.content, given)
+    if not found.calls and not found.echoed and tools:
+        implied = implied_submit(reply.content, tools, given)
+        if implied.calls or implied.echoed:
+            found = implied
     notes: dict[str, Any] = {}
     if found.echoed:
         notes["echoed_calls_ignored"] = found.echoed

@@ -14,6 +14,12 @@ whose text is already in the data the model was given (a tool result or the ques
 text is data"). What is found is returned for the caller to validate exactly like native calls (known tool,
 schema-valid arguments, else the corrective turn); nothing here executes or trusts a name. Bounded: content over
 MAX_TEXT_CHARS is not read, at most MAX_CANDIDATES places are decoded, at most MAX_CALLS calls are returned.
+
+One more shape, read only when the content holds no call at all (`implied_submit`): the *arguments* of a submit
+function written without its name, e.g. a bare DiagnosisDraft object (small models do this). It is read as that
+function's call when it stands on lines of its own (or in a fence), is the only such object, its keys are among
+the function's parameters and name at least half of them (a model may leave out an empty list), and exactly one
+offered submit function fits; echoes are left out as above. The arguments are then validated like any call's.
 """
 
 from __future__ import annotations
@@ -31,6 +37,9 @@ MAX_TEXT_CHARS = 128 * 1024
 MAX_CANDIDATES = 32
 MAX_CALLS = 16
 MAX_NAME_CHARS = 128
+SUBMIT_PREFIX = "submit_"
+"""A stage's ending function (SPEC §11: submit_diagnosis_draft, submit_knowledge_answer): the only ones whose
+arguments may be written without the name."""
 
 _TAG_OPEN = re.compile(r"^[ \t]*<tool_call>", re.MULTILINE)
 _TAG_CLOSE = re.compile(r"\s*</tool_call>[ \t]*(?:\n|$)")
@@ -93,6 +102,57 @@ def calls_in_text(content: str | None, data_texts: Iterable[str] = ()) -> TextCa
             break
     result.remainder = _without(content, spans).strip()
     return result
+
+
+def implied_submit(content: str | None, tools: Sequence[dict[str, Any]], data_texts: Iterable[str] = ()) -> TextCalls:
+    """The call of the one offered submit function whose arguments `content` writes without a name, if any (see the
+    module docstring); `tools` are the OpenAI tool schemas offered to the call."""
+    if not content or not content.strip() or len(content) > MAX_TEXT_CHARS:
+        return TextCalls()
+    budget = [MAX_CANDIDATES]
+    found = [f for f in (_fenced(content, budget) or _objects(content, budget)) if isinstance(f.value, dict)]
+    if len(found) != 1:
+        return TextCalls()
+    item = found[0]
+    names = [name for name, schema in _submit_schemas(tools) if _fits(item.value, schema)]
+    if len(names) != 1:
+        return TextCalls()
+    if _compact(item.raw) in _compact("\n".join(data_texts)):
+        return TextCalls(echoed=1, remainder=content)
+    call = ModelToolCall(id=None, name=names[0], arguments=json.dumps(item.value, ensure_ascii=False))
+    return TextCalls(calls=[call], format="implied_submit", remainder=_without(content, [(item.start, item.end)]).strip())
+
+
+def _submit_schemas(tools: Sequence[dict[str, Any]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    for tool in tools:
+        function = tool.get("function") if isinstance(tool, dict) else None
+        if not isinstance(function, dict):
+            continue
+        name, schema = function.get("name"), function.get("parameters")
+        if isinstance(name, str) and name.startswith(SUBMIT_PREFIX) and isinstance(schema, dict):
+            yield name, schema
+
+
+def _fits(value: dict[str, Any], schema: dict[str, Any]) -> bool:
+    """The object's keys are parameters of the schema and name at least half of them (at least one)."""
+    properties = schema.get("properties")
+    if not value or not isinstance(properties, dict):
+        return False
+    return all(key in properties for key in value) and 2 * len(value) >= len(properties)
+
+
+def _objects(content: str, budget: list[int]) -> list[_Found]:
+    """JSON values standing on lines of their own (whatever their shape)."""
+    found = []
+    position = 0
+    for match in _LINE_START_JSON.finditer(content):
+        if match.end() < position:
+            continue
+        item = _decode_at(content, match.end(), "json", match.start(), budget)
+        if item is not None and _line_ends(content, item.end):
+            found.append(item)
+            position = item.end
+    return found
 
 
 def data_texts(messages: Sequence[dict[str, Any]]) -> list[str]:

@@ -88,6 +88,27 @@ async def test_text_calls_run_through_the_boundary_and_the_draft_passes_the_guar
     assert timeline.of(EventType.TOOL_CALL)
 
 
+async def test_a_bare_draft_without_the_function_name_is_submitted_without_a_corrective_turn(
+    agent_and_server: tuple[DiagnosisAgent, FakeOpenAIServer, InMemoryCanonicalStore],
+) -> None:
+    """What the 1.5B wrote in the live eval: the draft object alone. It is read as submit_diagnosis_draft (the only
+    offered function it fits), so the run ends in two model calls, and the draft passes the guard."""
+    agent, server, canonical = agent_and_server
+
+    def bare_draft(request: dict[str, Any]) -> dict[str, Any]:
+        named = json.loads(submit_as_text(request)["content"].split("```json\n", 1)[1].rsplit("\n```", 1)[0])
+        return {"content": json.dumps(named["arguments"], indent=2)}
+
+    server.push({"content": tag("query_logs", LOGS)}, bare_draft)
+    ctx, timeline = make_ctx("why is order-service throwing errors?")
+    result = await agent.run(ctx, None)
+    assert result.stop_reason == "submitted"
+    assert result.draft is not None
+    assert len(server.requests) == 2
+    assert (await EvidenceGuard(canonical, load_rules()).check(ctx.run_id, result.draft)).valid
+    assert [c.get("calls_from_text") for c in timeline.of(EventType.MODEL_CALL)] == ["tool_call_tag", "implied_submit"]
+
+
 async def test_a_text_call_with_invalid_arguments_is_an_error_result_like_a_native_one(
     agent_and_server: tuple[DiagnosisAgent, FakeOpenAIServer, InMemoryCanonicalStore],
 ) -> None:
