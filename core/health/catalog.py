@@ -10,7 +10,7 @@ from sqlalchemy import text
 from core.alerts.policy import check_alert_settings
 from core.health.config import check_access_policy, check_model_settings, check_store_mode
 from core.health.model import check_model_endpoint
-from core.health.result import Check, CheckResult, Level, static
+from core.health.result import SLOW_CHECK_TIMEOUT_S, Check, CheckResult, Level, static
 from core.health.schema import check_schema
 from core.health.stores import check_database, check_redis
 from core.netdiag import network_cause
@@ -23,7 +23,9 @@ def config_checks(settings: Settings, *, serving: bool) -> list[Check]:
     """Every setting and dependency the core uses. `serving`: a missing model is FATAL (serve needs one)."""
     return [
         Check("model.settings", static(check_model_settings(settings, required=serving))),
-        Check("model.endpoint", lambda: check_model_endpoint(settings), failing=Level.WARN),
+        # its own bound: importing the openai SDK (in a thread) takes seconds of CPU on a loaded machine
+        Check("model.endpoint", lambda: check_model_endpoint(settings), failing=Level.WARN,
+              timeout_s=SLOW_CHECK_TIMEOUT_S),
         Check("redis.mode", static(check_store_mode(settings))),
         Check("slack.access_policy", static(check_access_policy(settings))),
         Check("alerts", static(check_alert_settings(settings))),
@@ -62,7 +64,9 @@ def readiness_checks(settings: Settings, redis: aioredis.Redis | None, database:
     if database is not None:
         checks.append(Check("database", lambda: _select_one(database), failing=Level.WARN))
     checks += [
-        Check("model.endpoint", lambda: check_model_endpoint(settings), failing=Level.WARN),
+        # its own bound: importing the openai SDK (in a thread) takes seconds of CPU on a loaded machine
+        Check("model.endpoint", lambda: check_model_endpoint(settings), failing=Level.WARN,
+              timeout_s=SLOW_CHECK_TIMEOUT_S),
         *current_registry().checks(settings, readiness=True),
     ]
     return checks

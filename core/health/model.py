@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 from typing import TYPE_CHECKING
 
 from core.health.result import CheckResult, Level
@@ -48,14 +50,17 @@ async def check_model_endpoint(settings: Settings, timeout_s: float = 2.5) -> Ch
     """models.list against the configured endpoint; SKIP when no endpoint is configured."""
     if not (settings.openai_base_url or settings.openai_api_key):
         return CheckResult(name="model.endpoint", level=Level.SKIP, detail="no endpoint configured")
-    import openai  # seconds to import: only when an endpoint is configured
+    # Seconds of CPU to import, and only needed when an endpoint is configured: in a worker thread, so the other
+    # start-up checks running beside this one (Redis, the database) are not starved past their time bound on a
+    # loaded machine (which made `diagbot serve` refuse to start with "redis: no answer within 3 s").
+    sdk = await asyncio.to_thread(importlib.import_module, "openai")
 
     shown = display_url(settings.openai_base_url or OPENAI_DEFAULT_URL)
     key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else "unused"
-    client = openai.AsyncOpenAI(base_url=settings.openai_base_url, api_key=key, max_retries=0)
+    client = sdk.AsyncOpenAI(base_url=settings.openai_base_url, api_key=key, max_retries=0)
     try:
         listed = await list_models(client, timeout_s)
-    except openai.OpenAIError as exc:
+    except sdk.OpenAIError as exc:
         return _failure(shown, exc)
     finally:
         await client.close()

@@ -13,6 +13,9 @@ from pydantic import BaseModel
 log = logging.getLogger(__name__)
 
 CHECK_TIMEOUT_S = 3.0
+SLOW_CHECK_TIMEOUT_S = 10.0
+"""The bound of a check that must import an SDK or parse a folder first (seconds of CPU, in a thread, on a loaded
+machine) before it can answer; a network wait inside it keeps its own shorter timeout."""
 
 
 class Level(StrEnum):

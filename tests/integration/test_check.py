@@ -266,3 +266,36 @@ async def test_sqlite_sql_url_is_opened_read_only(tmp_path: Path) -> None:
     assert (await check_sql(_sql(f"sqlite:///{junk}"))).level is Level.WARN
     assert (await check_sql(_sql(f"sqlite:///{tmp_path}/missing.db"))).level is Level.WARN
     assert not (tmp_path / "missing.db").exists()
+
+
+IMPORT_THREAD_PROBE = """
+import asyncio, sys, threading
+from core.health.model import check_model_endpoint
+from core.settings import Settings
+
+seen = []
+
+
+class Watch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "openai":
+            seen.append(threading.current_thread() is threading.main_thread())
+        return None
+
+
+assert "openai" not in sys.modules
+sys.meta_path.insert(0, Watch())
+result = asyncio.run(check_model_endpoint(Settings(openai_base_url="http://127.0.0.1:9/v1", diag_model="m")))
+print(result.level.value, seen)
+"""
+
+
+async def test_the_model_check_imports_the_sdk_off_the_event_loop() -> None:
+    """Importing openai takes seconds of CPU on a loaded machine; on the loop it starved the Redis and database checks
+    beside it past their 3 s bound, and `diagbot serve` refused to start ("redis: no answer within 3 s"). The import
+    runs in a worker thread (seen by an import hook in a fresh process, where openai is not imported yet)."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", IMPORT_THREAD_PROBE,
+                                                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await proc.communicate()
+    assert proc.returncode == 0, err.decode()[-2000:]
+    assert out.decode().split() == ["warning", "[False]"]

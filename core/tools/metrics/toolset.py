@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import ToolFailure
-from core.health.result import Check, CheckResult, Level
+from core.health.result import SLOW_CHECK_TIMEOUT_S, Check, CheckResult, Level
 from core.health.urls import display_url
 from core.settings import Settings
 from core.tools.clock import clock_from
@@ -56,7 +56,8 @@ class MetricsToolset:
         async def run() -> CheckResult:
             return await probe(settings, sample=not readiness)
 
-        return (Check(CHECK_NAME, run, failing=Level.WARN,
+        # its own bound: the embedded backend parses the whole folder (in a thread), seconds on a loaded machine
+        return (Check(CHECK_NAME, run, failing=Level.WARN, timeout_s=SLOW_CHECK_TIMEOUT_S,
                       fix="check DIAG_PROMETHEUS_URL / DIAG_PROMETHEUS_TOKEN, or DIAG_METRICS_PATH"),)
 
     def first_look(self, service: str | None, start: datetime, end: datetime) -> Sequence[PlannedCall]:
