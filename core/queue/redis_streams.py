@@ -37,6 +37,7 @@ from core.errors import StoreUnavailable
 from core.observability.metrics import Metrics
 from core.queue.job import Claim, Enqueued, Poison, QueueDepth, Started, StartState, TurnJob
 from core.queue.poison import DEAD_LETTER_MAXLEN, bounded_raw, reason_of, salvage
+from core.stores.redis_lean import LeanRedis
 
 log = logging.getLogger(__name__)
 
@@ -161,14 +162,15 @@ class RedisJobQueue:
         self._stream = prefix + "turns"
         self.dead_letters = prefix + "turns-dead"
         self._metrics = metrics or Metrics()
-        self._enqueue = client.register_script(_ENQUEUE)
-        self._heartbeat = client.register_script(_HEARTBEAT)
-        self._begin = client.register_script(_BEGIN)
-        self._next_in_thread = client.register_script(_NEXT_IN_THREAD)
-        self._start = client.register_script(_START)
-        self._finish = client.register_script(_FINISH)
-        self._hand_back = client.register_script(_HAND_BACK)
-        self._bury = client.register_script(_BURY)
+        lean = LeanRedis(client)  # the scripts without redis-py's per-command layers
+        self._enqueue = lean.script(_ENQUEUE)
+        self._heartbeat = lean.script(_HEARTBEAT)
+        self._begin = lean.script(_BEGIN)
+        self._next_in_thread = lean.script(_NEXT_IN_THREAD)
+        self._start = lean.script(_START)
+        self._finish = lean.script(_FINISH)
+        self._hand_back = lean.script(_HAND_BACK)
+        self._bury = lean.script(_BURY)
         self._group_ready = False
 
     def _key(self, kind: str, name: str) -> str:

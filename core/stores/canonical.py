@@ -13,6 +13,7 @@ from redis.exceptions import RedisError
 
 from core.contracts.evidence import CanonicalRecord, RawResult
 from core.errors import StoreUnavailable
+from core.stores.redis_lean import LeanRedis
 
 logger = logging.getLogger(__name__)
 
@@ -155,10 +156,11 @@ class RedisCanonicalStore:
         self._client = client
         self._prefix = prefix
         self._ttl_s = ttl_s
-        self._reserve = client.register_script(_RESERVE)
-        self._put = client.register_script(_PUT)
-        self._list = client.register_script(_LIST)
-        self._reserve_put = client.register_script(_RESERVE_PUT)
+        lean = self._lean = LeanRedis(client)  # the commands without redis-py's per-command layers
+        self._reserve = lean.script(_RESERVE)
+        self._put = lean.script(_PUT)
+        self._list = lean.script(_LIST)
+        self._reserve_put = lean.script(_RESERVE_PUT)
 
     def record_key(self, run_id: str, tool_call_id: str) -> str:
         """Redis key of one record."""
@@ -217,7 +219,7 @@ class RedisCanonicalStore:
         keys = [self.record_key(run_id, i) for i in ids]
         if with_raw:
             keys += [self.raw_key(run_id, i) for i in ids]
-        values: list[Any] = await self._call(lambda: self._client.mget(keys))
+        values: list[Any] = await self._call(lambda: self._lean.execute("MGET", *keys))
         raws = values[len(ids):] if with_raw else [None] * len(ids)
         return {i: _parse(v, f"{run_id}/{i}", r) for i, v, r in zip(ids, values[: len(ids)], raws, strict=True)}
 

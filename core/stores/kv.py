@@ -11,6 +11,7 @@ import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from core.errors import StoreUnavailable
+from core.stores.redis_lean import LeanRedis
 
 T = TypeVar("T")
 
@@ -134,12 +135,13 @@ class RedisKV:
     def __init__(self, client: aioredis.Redis, prefix: str = "diag:") -> None:
         self._client = client
         self._prefix = prefix
-        self._renew = client.register_script(_RENEW)
-        self._delete_if = client.register_script(_DELETE_IF)
-        self._renew_many = client.register_script(_RENEW_MANY)
-        self._set_many = client.register_script(_SET_MANY)
-        self._delete_many = client.register_script(_DELETE_MANY)
-        self._incr = client.register_script(_INCR)
+        lean = self._lean = LeanRedis(client)  # the commands without redis-py's per-command layers
+        self._renew = lean.script(_RENEW)
+        self._delete_if = lean.script(_DELETE_IF)
+        self._renew_many = lean.script(_RENEW_MANY)
+        self._set_many = lean.script(_SET_MANY)
+        self._delete_many = lean.script(_DELETE_MANY)
+        self._incr = lean.script(_INCR)
 
     async def _call(self, operation: Callable[[], Awaitable[T]]) -> T:
         try:
@@ -150,12 +152,12 @@ class RedisKV:
     async def set_if_absent(self, key: str, value: str, ttl_s: float) -> bool:
         """Set the key only if absent (SET NX PX); True when this call set it."""
         px = ttl_ms(ttl_s)
-        result: Any = await self._call(lambda: self._client.set(self._prefix + key, value, nx=True, px=px))
+        result: Any = await self._call(lambda: self._lean.execute("SET", self._prefix + key, value, "PX", px, "NX"))
         return bool(result)
 
     async def get(self, key: str) -> str | None:
         """The value of a key, or None."""
-        value: Any = await self._call(lambda: self._client.get(self._prefix + key))
+        value: Any = await self._call(lambda: self._lean.execute("GET", self._prefix + key))
         if value is None:
             return None
         return value.decode() if isinstance(value, bytes) else str(value)
@@ -163,17 +165,17 @@ class RedisKV:
     async def set(self, key: str, value: str, ttl_s: float) -> None:
         """Set a key with a TTL (SET PX), replacing any value."""
         px = ttl_ms(ttl_s)
-        await self._call(lambda: self._client.set(self._prefix + key, value, px=px))
+        await self._call(lambda: self._lean.execute("SET", self._prefix + key, value, "PX", px))
 
     async def delete(self, key: str) -> None:
         """Remove a key (no error if absent)."""
-        await self._call(lambda: self._client.delete(self._prefix + key))
+        await self._call(lambda: self._lean.execute("DEL", self._prefix + key))
 
     async def get_many(self, keys: Sequence[str]) -> list[str | None]:
         """MGET of several keys (None where absent)."""
         if not keys:
             return []
-        values: Any = await self._call(lambda: self._client.mget([self._prefix + k for k in keys]))
+        values: Any = await self._call(lambda: self._lean.execute("MGET", *[self._prefix + k for k in keys]))
         return [None if v is None else (v.decode() if isinstance(v, bytes) else str(v)) for v in values]
 
     async def renew(self, key: str, value: str, ttl_s: float) -> bool:

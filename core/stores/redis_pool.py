@@ -23,13 +23,15 @@ dropped connections.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
+from redis.typing import EncodableT
 
 
 class LeanConnection(aioredis.Connection):
@@ -59,6 +61,40 @@ class LeanConnection(aioredis.Connection):
         except BaseException:
             await self.disconnect(nowait=True)  # a write cut short leaves the stream unusable
             raise
+
+    async def roundtrip(self, args: Sequence[EncodableT]) -> Any:
+        """Send one command and read its reply, as send_command + read_response do (health check, socket timeout,
+        the connection dropped on any failure, an error reply raised), with a timer handle for the timeout instead
+        of an asyncio.timeout context and no per-read host string (core/stores/redis_lean.py)."""
+        await self.send_packed_command(self.pack_command(*args))
+        loop = asyncio.get_running_loop()
+        expired: list[bool] = []
+        timer = None if self.socket_timeout is None else loop.call_later(self.socket_timeout, self._expire, expired)
+        try:
+            response = await self._parser.read_response()  # type: ignore[attr-defined]
+        except BaseException as exc:
+            await self.disconnect(nowait=True)  # a read cut short leaves the stream unusable
+            if expired:
+                raise RedisTimeoutError(f"Timeout reading from {self._host_error()}") from None
+            if isinstance(exc, OSError):
+                raise RedisConnectionError(f"Error while reading from {self._host_error()} : {exc.args}") from exc
+            raise
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if expired:  # the timer fired as the reply came in: the connection is being dropped
+            await self.disconnect(nowait=True)
+        if self.health_check_interval:
+            self.next_health_check = loop.time() + self.health_check_interval
+        if isinstance(response, ResponseError):
+            raise response from None
+        return response
+
+    def _expire(self, expired: list[bool]) -> None:
+        """The socket timeout passed with no reply: end the read (the connection is dropped, as redis-py does)."""
+        expired.append(True)
+        if self._writer is not None:
+            self._writer.transport.abort()
 
 
 MAX_WAITS = 15  # with the client's 2 s: a caller waits at most 30 s for a connection, however busy the pool
