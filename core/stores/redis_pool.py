@@ -29,7 +29,6 @@ from typing import Any
 import redis.asyncio as aioredis
 from redis.asyncio.connection import AbstractConnection
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
@@ -62,16 +61,32 @@ class LeanConnection(aioredis.Connection):
             await self.disconnect(nowait=True)  # a write cut short leaves the stream unusable
             raise
 
-    async def roundtrip(self, args: Sequence[EncodableT]) -> Any:
-        """Send one command and read its reply, as send_command + read_response do (health check, socket timeout,
-        the connection dropped on any failure, an error reply raised), with a timer handle for the timeout instead
-        of an asyncio.timeout context and no per-read host string (core/stores/redis_lean.py)."""
-        await self.send_packed_command(self.pack_command(*args))
+    async def exchange(self, commands: Sequence[Sequence[EncodableT]], replies: list[Any], *,
+                       hold_cancel: bool = False) -> bool:
+        """Send `commands` in one write and read their replies in order, appending each to `replies` (an error
+        reply as its exception object), as send_command + read_response do per command: health check, socket
+        timeout (here for the whole exchange, from a timer handle instead of an asyncio.timeout context), the
+        connection dropped on any failure. On a failure the replies read so far stay in `replies`.
+
+        `hold_cancel`: the commands are other callers' too (core/stores/redis_lean.py), so a cancel of this task
+        waits for their replies instead of dropping them (the parser resumes a reply a cancel cut short); True is
+        returned when one came, for the caller to raise once its batch is settled."""
+        parts: list[bytes] = []
+        for command in commands:
+            parts.extend(self.pack_command(*command))
+        await self.send_packed_command(parts)
         loop = asyncio.get_running_loop()
         expired: list[bool] = []
         timer = None if self.socket_timeout is None else loop.call_later(self.socket_timeout, self._expire, expired)
+        held = False
         try:
-            response = await self._parser.read_response()  # type: ignore[attr-defined]
+            while len(replies) < len(commands):
+                try:
+                    replies.append(await self._parser.read_response())  # type: ignore[attr-defined]
+                except asyncio.CancelledError:
+                    if not hold_cancel or expired:
+                        raise
+                    held = True
         except BaseException as exc:
             await self.disconnect(nowait=True)  # a read cut short leaves the stream unusable
             if expired:
@@ -82,13 +97,11 @@ class LeanConnection(aioredis.Connection):
         finally:
             if timer is not None:
                 timer.cancel()
-        if expired:  # the timer fired as the reply came in: the connection is being dropped
+        if expired:  # the timer fired as the last reply came in: the connection is being dropped
             await self.disconnect(nowait=True)
         if self.health_check_interval:
             self.next_health_check = loop.time() + self.health_check_interval
-        if isinstance(response, ResponseError):
-            raise response from None
-        return response
+        return held
 
     def _expire(self, expired: list[bool]) -> None:
         """The socket timeout passed with no reply: end the read (the connection is dropped, as redis-py does)."""
@@ -109,6 +122,7 @@ class BoundedPool(aioredis.ConnectionPool):
         self._wait_s = timeout
         self._progress = 0  # connections opened or given back: a waiter fails only when none was for `timeout`
         self._opening = 0  # connections being opened now (their handshakes are progress too)
+        self.lanes: Any = None  # core/stores/redis_lean.py's CommandLanes, shared by every store on the client
 
     async def get_connection(self, *_: Any, **__: Any) -> AbstractConnection:
         await self._take_slot()

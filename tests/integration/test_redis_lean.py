@@ -18,7 +18,7 @@ from redis.exceptions import ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from core.stores.redis_client import redis_client_from_url
-from core.stores.redis_lean import LeanRedis
+from core.stores.redis_lean import CommandLanes, LeanRedis
 from core.stores.redis_pool import BoundedPool, LeanConnection
 from tests.conftest import REDIS_URL
 from tests.redis_server import redis_server
@@ -116,5 +116,81 @@ async def test_a_pool_that_is_not_the_lean_one_goes_through_redis_py(key_prefix:
         assert await lean.execute("SET", f"{key_prefix}k", "v", "PX", 60_000) is True  # redis-py's SET callback
         assert await lean.script("return redis.call('GET', KEYS[1])")([f"{key_prefix}k"]) == b"v"
         await lean.execute("DEL", f"{key_prefix}k")
+    finally:
+        await client.aclose()
+
+
+def lanes_client(lanes: int) -> tuple[aioredis.Redis, LeanRedis]:
+    """A lean client whose commands share `lanes` writes at most."""
+    client = redis_client_from_url(REDIS_URL)
+    pool = client.connection_pool
+    assert isinstance(pool, BoundedPool)
+    pool.lanes = CommandLanes(pool, lanes)
+    return client, LeanRedis(client)
+
+
+async def test_concurrent_commands_share_writes_each_caller_gets_its_own_reply(key_prefix: str) -> None:
+    client, lean = lanes_client(2)
+    pool = client.connection_pool
+    try:
+        await asyncio.gather(*(lean.execute("SET", f"{key_prefix}{i}", str(i), "PX", 60_000) for i in range(300)))
+        replies = await asyncio.gather(*(lean.execute("GET", f"{key_prefix}{i}") for i in range(300)))
+        assert replies == [str(i).encode() for i in range(300)]
+        assert len(pool._available_connections) + len(pool._in_use_connections) <= 2  # 300 at once, two lanes
+        assert len(pool._in_use_connections) == 0
+        await lean.execute("DEL", *(f"{key_prefix}{i}" for i in range(300)))
+    finally:
+        await client.aclose()
+
+
+async def test_an_error_reply_in_a_shared_write_reaches_only_its_own_caller(key_prefix: str) -> None:
+    client, lean = lanes_client(1)
+    try:
+        await lean.execute("SET", f"{key_prefix}s", "a string", "PX", 60_000)
+        results = await asyncio.gather(*(lean.execute("LPUSH" if i % 3 == 0 else "GET", f"{key_prefix}s", *(
+            ["x"] if i % 3 == 0 else [])) for i in range(30)), return_exceptions=True)
+        for i, result in enumerate(results):
+            if i % 3 == 0:
+                assert isinstance(result, ResponseError)
+                assert "WRONGTYPE" in str(result)
+            else:
+                assert result == b"a string"
+        await lean.execute("DEL", f"{key_prefix}s")
+    finally:
+        await client.aclose()
+
+
+async def test_a_caller_cancelled_in_line_is_left_out_and_the_others_are_answered(key_prefix: str) -> None:
+    client, lean = lanes_client(1)
+    try:
+        first = asyncio.create_task(lean.execute("SET", f"{key_prefix}a", "1", "PX", 60_000))
+        waiting = [asyncio.create_task(lean.execute("INCR", f"{key_prefix}n")) for _ in range(10)]
+        await asyncio.sleep(0)  # all ten in line behind the first write
+        waiting[3].cancel()
+        assert await first == b"OK"
+        done = await asyncio.gather(*waiting, return_exceptions=True)
+        assert isinstance(done[3], asyncio.CancelledError)
+        assert sorted(r for r in done if isinstance(r, int)) == list(range(1, 10))  # nine INCRs ran, once each
+        await lean.execute("DEL", f"{key_prefix}a", f"{key_prefix}n")
+    finally:
+        await client.aclose()
+
+
+async def test_a_leader_cancelled_with_others_on_the_wire_still_hands_out_their_replies(key_prefix: str) -> None:
+    client, lean = lanes_client(1)
+    try:
+        blocker = asyncio.create_task(lean.execute("BLPOP", f"{key_prefix}empty", 0.3))  # holds the only lane
+        await asyncio.sleep(0.05)
+        leader = asyncio.create_task(lean.execute("BLPOP", f"{key_prefix}empty2", 0.3))  # leads the next write
+        others = [asyncio.create_task(lean.execute("INCR", f"{key_prefix}n")) for _ in range(5)]
+        assert await blocker is None  # the lane goes to `leader`, which sends the five INCRs with its BLPOP
+        await asyncio.sleep(0.05)
+        leader.cancel()
+        assert sorted(await asyncio.gather(*others)) == [1, 2, 3, 4, 5]
+        with pytest.raises(asyncio.CancelledError):
+            await leader
+        assert await lean.execute("GET", f"{key_prefix}n") == b"5"  # the connection is still in step
+        assert len(client.connection_pool._in_use_connections) == 0
+        await lean.execute("DEL", f"{key_prefix}n")
     finally:
         await client.aclose()
