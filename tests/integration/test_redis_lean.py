@@ -194,3 +194,21 @@ async def test_a_leader_cancelled_with_others_on_the_wire_still_hands_out_their_
         await lean.execute("DEL", f"{key_prefix}n")
     finally:
         await client.aclose()
+
+
+async def test_a_shared_write_cut_by_a_dropped_connection_is_sent_again_whole(key_prefix: str) -> None:
+    client, lean = lanes_client(1)
+    admin = aioredis.Redis.from_url(REDIS_URL)
+    try:
+        lane_id = await lean.execute("CLIENT", "ID")  # the one lane's connection
+        leader = asyncio.create_task(lean.execute("BLPOP", f"{key_prefix}empty", 0.5))
+        await asyncio.sleep(0.05)
+        others = [asyncio.create_task(lean.execute("INCR", f"{key_prefix}n")) for _ in range(5)]
+        await asyncio.sleep(0.05)  # in line behind the blocked BLPOP: sent with the next write, not yet run
+        await admin.client_kill_filter(_id=str(lane_id))
+        assert await leader is None  # sent again on a new connection, with the five behind it
+        assert sorted(await asyncio.gather(*others)) == [1, 2, 3, 4, 5]  # each INCR ran once
+        await lean.execute("DEL", f"{key_prefix}a", f"{key_prefix}n")
+    finally:
+        await client.aclose()
+        await admin.aclose()
