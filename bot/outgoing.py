@@ -32,6 +32,15 @@ class OutgoingRedaction:
 
     def scrub(self, value: Any) -> Any:
         """The payload with secrets in every string replaced (mappings and lists rebuilt, other values kept)."""
+        kind = type(value)  # the exact JSON types first: a report's blocks are hundreds of them
+        if kind is str:
+            return self._redactor.redact(value)
+        if kind is dict:
+            return {key: self.scrub(item) for key, item in value.items()}
+        if kind is list:
+            return [self.scrub(item) for item in value]
+        if kind is int or kind is bool or kind is float or value is None:
+            return value
         if isinstance(value, str):
             return self._redactor.redact(value)
         if isinstance(value, dict):
