@@ -271,13 +271,37 @@ def is_secret_key(key: str) -> bool:
     return SECRET_KEYS(key)
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """What redact_value needs of a mapping's keys, worked out once per distinct key tuple: the keys that name a
+    secret, the name fields of a key/value record and its value fields (paired_secret_keys, split by keys only)."""
+
+    secret: frozenset[str]
+    names: tuple[str, ...]
+    values: frozenset[str]
+
+
+def _shape(keys: tuple[Any, ...]) -> _Shape:
+    strings = [k for k in keys if isinstance(k, str)]
+    return _Shape(secret=frozenset(k for k in strings if is_secret_key(k)),
+                  names=tuple(k for k in strings if k.lower() in _PAIR_NAME_KEYS),
+                  values=frozenset(k for k in strings if k.lower() in _PAIR_VALUE_KEYS))
+
+
+_LEAVES = frozenset({int, float, bool, type(None)})
+_EMPTY: frozenset[str] = frozenset()
+
+
 class Redactor:
     """Redaction by one rule set with a bounded memo (text -> redacted text) owned by this instance."""
+
+    SHAPE_ENTRIES = 1024
 
     def __init__(self, rules: SecretRuleSet | None = None, memo_entries: int = 4096) -> None:
         self.rules = rules if rules is not None else DEFAULT_RULES
         self._memo: dict[str, str] = {}
         self._memo_entries = memo_entries
+        self._shapes: dict[tuple[Any, ...], _Shape] = {}
 
     def __call__(self, text: str) -> str:
         """The text with every secret replaced by a marker."""
@@ -296,21 +320,42 @@ class Redactor:
         return out
 
     def redact_value(self, obj: Any) -> Any:
-        """Redact a JSON value recursively: strings are scrubbed, values under secret-named keys are replaced."""
+        """Redact a JSON value recursively: strings are scrubbed, values under secret-named keys are replaced.
+
+        Values under a key that names a secret (is_secret_key) or under the value field of a record whose name field
+        names one (paired_secret_keys) become the marker unless empty; what the keys say is worked out once per
+        distinct key tuple (a report repeats the same few shapes), the values' part per mapping."""
+        kind = type(obj)
+        if kind is str:
+            return self.redact(obj)
+        if kind in _LEAVES:
+            return obj
+        if isinstance(obj, dict):
+            return self._redact_mapping(obj)
         if isinstance(obj, str):
             return self.redact(obj)
-        if isinstance(obj, dict):
-            out: dict[Any, Any] = {}
-            paired = paired_secret_keys(obj)
-            for key, value in obj.items():
-                if isinstance(key, str) and (key in paired or is_secret_key(key)) and value not in (None, "", [], {}):
-                    out[key] = REDACTED
-                else:
-                    out[key] = self.redact_value(value)
-            return out
         if isinstance(obj, list | tuple):
             return [self.redact_value(item) for item in obj]
         return obj
+
+    def _redact_mapping(self, obj: dict[Any, Any]) -> dict[Any, Any]:
+        keys = tuple(obj)
+        shape = self._shapes.get(keys)
+        if shape is None:
+            shape = _shape(keys)
+            if len(self._shapes) >= self.SHAPE_ENTRIES:
+                self._shapes.clear()  # atomic, as the text memo
+            self._shapes[keys] = shape
+        hidden = shape.secret
+        if shape.names and shape.values and any(
+                isinstance(v := obj[k], str) and len(v) <= 200 and is_secret_key(v.replace(" ", "_")) for k in shape.names):
+            hidden = hidden | shape.values
+        redact, value_of = self.redact, self.redact_value
+        if not hidden:
+            return {key: redact(value) if type(value) is str else value if type(value) in _LEAVES else value_of(value)
+                    for key, value in obj.items()}
+        return {key: REDACTED if key in hidden and value not in (None, "", [], {}) else value_of(value)
+                for key, value in obj.items()}
 
 
 DEFAULT_RULES: SecretRuleSet = load_ruleset()

@@ -112,3 +112,38 @@ def test_rule_selection_leaves_out_only_rules_that_cannot_match(text: str) -> No
     skipped = [rule for rule in _every_candidate(data.lower()) if rule not in chosen]
     assert all(rule.find(data, 0)[0][0] < 0 for rule in skipped), [r.id for r in skipped]
     assert set(chosen) <= set(_every_candidate(data.lower()))
+
+
+def _reference_value(obj: object) -> object:
+    """redact_value by its definition, without the per-shape memo: strings redacted, values under a secret-named key
+    (or under the value field of a record whose name field names a secret) hidden unless empty."""
+    from core.evidence.redaction import REDACTED, is_secret_key, paired_secret_keys
+
+    if isinstance(obj, str):
+        return redact(obj)
+    if isinstance(obj, dict):
+        paired = paired_secret_keys(obj)
+        return {k: REDACTED if isinstance(k, str) and (k in paired or is_secret_key(k)) and v not in (None, "", [], {})
+                else _reference_value(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_reference_value(v) for v in obj]
+    return obj
+
+
+_KEYS = st.sampled_from(["name", "Key", "value", "VAL", "data", "password", "api_key", "max_tokens", "service",
+                         "message", "fields", "setting", "secret", "text", "x"])
+_NAMES = st.sampled_from(["smtp_password", "db pass", "timeout", "api key", "region", "x" * 201, ""])
+_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False), _NAMES, noise,
+                  secrets.map(lambda pair: pair[0]), st.just([]), st.just({}))
+_JSON = st.recursive(_LEAF, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                    st.dictionaries(_KEYS, inner, max_size=5)), max_leaves=25)
+
+
+@_FAST
+@given(st.lists(_JSON, min_size=1, max_size=4))
+def test_redact_value_is_its_definition_across_repeated_shapes(values: list[object]) -> None:
+    """One Redactor redacting several values (its per-shape memo reused across mappings with the same keys and other
+    values) gives what the definition gives for each."""
+    redactor = Redactor()
+    for value in [*values, *values]:
+        assert redactor.redact_value(value) == _reference_value(value)
