@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -243,13 +243,16 @@ def paired_secret_keys(mapping: dict[Any, Any]) -> set[str]:
 class SecretKeyNames:
     """Whether a mapping key or column name names a secret, with a bounded memo owned by this instance (a process
     sees the same few hundred field and column names over and over; the regex costs ~10 us). `SECRET_KEYS` is the
-    process's one, like DEFAULT_RULES."""
+    process's one, like DEFAULT_RULES. `hidden` applies it to a whole mapping, what its keys say worked out once per
+    distinct key tuple (tool output and reports repeat the same few shapes)."""
 
     MEMO_ENTRIES = 8192
     MEMO_CHARS = 64
+    SHAPE_ENTRIES = 1024
 
     def __init__(self) -> None:
         self._memo: dict[str, bool] = {}
+        self._shapes: dict[tuple[Any, ...], _Shape] = {}
 
     def __call__(self, key: str) -> bool:
         if len(key) > self.MEMO_CHARS:
@@ -262,6 +265,34 @@ class SecretKeyNames:
             self._memo[key] = found
         return found
 
+    def hidden(self, mapping: Mapping[Any, Any]) -> frozenset[str]:
+        """The keys whose values must not be shown: those that name a secret and the value fields of a key/value
+        record whose name field names one (paired_secret_keys)."""
+        keys = tuple(mapping)
+        shape = self._shapes.get(keys)
+        if shape is None:
+            strings = [k for k in keys if isinstance(k, str)]
+            shape = _Shape(secret=frozenset(k for k in strings if self(k)),
+                           names=tuple(k for k in strings if k.lower() in _PAIR_NAME_KEYS),
+                           values=frozenset(k for k in strings if k.lower() in _PAIR_VALUE_KEYS))
+            if len(self._shapes) >= self.SHAPE_ENTRIES:
+                self._shapes.clear()  # atomic, as the memo
+            self._shapes[keys] = shape
+        if shape.names and shape.values and any(
+                isinstance(v := mapping[k], str) and len(v) <= 200 and self(v.replace(" ", "_")) for k in shape.names):
+            return shape.secret | shape.values
+        return shape.secret
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """What a mapping's keys say, for SecretKeyNames.hidden: the keys that name a secret, the name fields of a
+    key/value record and its value fields."""
+
+    secret: frozenset[str]
+    names: tuple[str, ...]
+    values: frozenset[str]
+
 
 SECRET_KEYS = SecretKeyNames()
 
@@ -271,37 +302,16 @@ def is_secret_key(key: str) -> bool:
     return SECRET_KEYS(key)
 
 
-@dataclass(frozen=True)
-class _Shape:
-    """What redact_value needs of a mapping's keys, worked out once per distinct key tuple: the keys that name a
-    secret, the name fields of a key/value record and its value fields (paired_secret_keys, split by keys only)."""
-
-    secret: frozenset[str]
-    names: tuple[str, ...]
-    values: frozenset[str]
-
-
-def _shape(keys: tuple[Any, ...]) -> _Shape:
-    strings = [k for k in keys if isinstance(k, str)]
-    return _Shape(secret=frozenset(k for k in strings if is_secret_key(k)),
-                  names=tuple(k for k in strings if k.lower() in _PAIR_NAME_KEYS),
-                  values=frozenset(k for k in strings if k.lower() in _PAIR_VALUE_KEYS))
-
-
 _LEAVES = frozenset({int, float, bool, type(None)})
-_EMPTY: frozenset[str] = frozenset()
 
 
 class Redactor:
     """Redaction by one rule set with a bounded memo (text -> redacted text) owned by this instance."""
 
-    SHAPE_ENTRIES = 1024
-
     def __init__(self, rules: SecretRuleSet | None = None, memo_entries: int = 4096) -> None:
         self.rules = rules if rules is not None else DEFAULT_RULES
         self._memo: dict[str, str] = {}
         self._memo_entries = memo_entries
-        self._shapes: dict[tuple[Any, ...], _Shape] = {}
 
     def __call__(self, text: str) -> str:
         """The text with every secret replaced by a marker."""
@@ -324,7 +334,7 @@ class Redactor:
 
         Values under a key that names a secret (is_secret_key) or under the value field of a record whose name field
         names one (paired_secret_keys) become the marker unless empty; what the keys say is worked out once per
-        distinct key tuple (a report repeats the same few shapes), the values' part per mapping."""
+        distinct key tuple (SecretKeyNames.hidden), the values' part per mapping."""
         kind = type(obj)
         if kind is str:
             return self.redact(obj)
@@ -339,17 +349,7 @@ class Redactor:
         return obj
 
     def _redact_mapping(self, obj: dict[Any, Any]) -> dict[Any, Any]:
-        keys = tuple(obj)
-        shape = self._shapes.get(keys)
-        if shape is None:
-            shape = _shape(keys)
-            if len(self._shapes) >= self.SHAPE_ENTRIES:
-                self._shapes.clear()  # atomic, as the text memo
-            self._shapes[keys] = shape
-        hidden = shape.secret
-        if shape.names and shape.values and any(
-                isinstance(v := obj[k], str) and len(v) <= 200 and is_secret_key(v.replace(" ", "_")) for k in shape.names):
-            hidden = hidden | shape.values
+        hidden = SECRET_KEYS.hidden(obj)
         redact, value_of = self.redact, self.redact_value
         if not hidden:
             return {key: redact(value) if type(value) is str else value if type(value) in _LEAVES else value_of(value)

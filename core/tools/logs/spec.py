@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from core.contracts.evidence import EvidenceStatus, ProjectionBase, RawResult
-from core.evidence.redaction import REDACTED, is_secret_key, paired_secret_keys
+from core.evidence.redaction import REDACTED, SECRET_KEYS
 from core.evidence.subjects import overlap, plural, short_window, shorten, window_text
 from core.tools.contract import (
     ArgumentRoles,
@@ -97,13 +97,13 @@ def _lines(projection: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 def _short_fields(item: Mapping[str, Any], redactor: Any) -> dict[str, Any]:
     fields: dict[str, Any] = {}
-    paired = paired_secret_keys(dict(item))
+    hidden = SECRET_KEYS.hidden(item)  # secret-named keys and a key/value record's value fields (paired_secret_keys)
     for key, value in item.items():
         if len(fields) >= _MAX_FIELDS:
             break
         if key in _CORE_KEYS or not isinstance(key, str) or len(key) > _MAX_FIELD_KEY_CHARS:
             continue
-        if key in paired or is_secret_key(key):
+        if key in hidden:
             fields[key] = REDACTED
         elif value is None or isinstance(value, bool | int) or (isinstance(value, float) and math.isfinite(value)):
             fields[key] = value
