@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from core.evidence.instructions import mark_instructions
+from core.evidence.json_size import compact_json_size
 from core.evidence.redaction import redact
 
 TRUNCATION_MARKER = "…[truncated]"
@@ -15,6 +16,9 @@ TRUNCATION_MARKER = "…[truncated]"
 
 def projection_size(projection: dict[str, Any]) -> int:
     """Bytes of a projection as compact UTF-8 JSON: the measure every bound in this module refers to."""
+    quick = compact_json_size(projection)
+    if quick is not None:
+        return quick
     return len(json.dumps(projection, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode())
 
 

@@ -12,12 +12,16 @@ import json
 from typing import Any
 
 from core.contracts.evidence import RawResult
+from core.evidence.json_size import compact_json_size
 
 DEFAULT_RAW_MAX_BYTES = 2 * 1024 * 1024
 _RESERVE = 4096  # envelope: columns, arguments, notes, the truncation note itself
 
 
 def _size(value: Any) -> int:
+    quick = compact_json_size(value)  # JSON's own types: default=str is never called, the bytes are the same
+    if quick is not None:
+        return quick + 1
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str).encode()) + 1
 
 

@@ -1,0 +1,62 @@
+"""The size of a value as json.dumps writes it compactly (`ensure_ascii=False`, separators "," and ":"), measured with
+orjson, several times faster, wherever the two are known to write the same bytes.
+
+For JSON's own types (exactly: str-keyed dicts, lists and tuples, str, int, finite float, bool, None) both write the
+same strings (every code point outside the surrogates escaped alike: checked one by one), integers and literals in the
+same order with the same separators; only a float may be written differently (1e-07 and 1e-7, 1e-05 and 0.00001), so
+each float's difference is added. Anything else, or anything orjson refuses (an integer over 64 bits, a lone
+surrogate, a cycle, nesting past its limit), returns None: the caller measures with json itself, whose answer or
+error stays what it always was.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+
+
+def compact_json_size(value: Any) -> int | None:
+    """len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()), or None when not sure."""
+    try:
+        written = orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return None
+    extra = _float_difference(value)
+    return None if extra is None else len(written) + extra
+
+
+def _float_difference(value: Any) -> int | None:
+    """How many more bytes json writes than orjson for the floats in value; None when value is not only JSON's types
+    (only called after orjson encoded it: no cycle, bounded depth)."""
+    kind = type(value)
+    if kind is str or kind is int or kind is bool or value is None:
+        return 0
+    if kind is float:
+        return len(repr(value)) - len(orjson.dumps(value)) if math.isfinite(value) else None
+    if kind is dict:
+        extra = 0
+        for key, item in value.items():
+            if type(key) is not str:
+                return None
+            held = type(item)
+            if held is str or held is int or held is bool or item is None:
+                continue
+            found = _float_difference(item)
+            if found is None:
+                return None
+            extra += found
+        return extra
+    if kind is list or kind is tuple:
+        extra = 0
+        for item in value:
+            held = type(item)
+            if held is str or held is int or held is bool or item is None:
+                continue
+            found = _float_difference(item)
+            if found is None:
+                return None
+            extra += found
+        return extra
+    return None
