@@ -8,12 +8,10 @@ from __future__ import annotations
 
 import copy
 import json
-import math
 from typing import Any
 
-import orjson
-
 from core.contracts.release import VerifiedEvidenceSnapshot
+from core.evidence.json_size import compact_json_size
 
 EVIDENCE_MAX_BYTES = 48 * 1024
 ITEM_KEYS = ("logs", "rows", "evidence_blocks")
@@ -23,30 +21,17 @@ def _size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, default=str).encode())
 
 
-def _plain(value: Any) -> bool:
-    """Only JSON's own types (exactly: str-keyed dicts, lists, str, int, finite float, bool, None)."""
-    kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return True
-    if kind is float:
-        return math.isfinite(value)
-    if kind is dict:
-        return all(type(k) is str and _plain(v) for k, v in value.items())
-    if kind is list:
-        return all(_plain(v) for v in value)
-    return False
-
-
 def _fits_surely(projections: dict[str, dict[str, Any]], budget: int) -> bool:
-    """True when the projections' _size total is surely within `budget`, measured by orjson (several times faster
-    than json): for JSON's own types orjson writes the same strings, integers and literals, floats at most one
-    character shorter (1e-7 for 1e-07: three characters or more each) and no space after `,` and `:`, so _size is
-    at most twice its length. False means "not sure": the caller measures exactly."""
-    try:
-        total = sum(len(orjson.dumps(p)) for p in projections.values())
-    except (TypeError, ValueError):  # orjson.JSONEncodeError is a TypeError; an int over 64 bits, a lone surrogate
-        return False
-    return 2 * total <= budget and all(_plain(p) for p in projections.values())
+    """True when the projections' _size total is surely within `budget`: json's compact size of JSON's own types
+    (compact_json_size, by orjson) at most half of it, since _size only adds a space after each `,` and `:`, each
+    one byte of the compact text. False means "not sure": the caller measures exactly."""
+    total = 0
+    for projection in projections.values():
+        size = compact_json_size(projection)
+        if size is None:
+            return False
+        total += size
+    return 2 * total <= budget
 
 
 def _drop_one(projection: dict[str, Any]) -> bool:
