@@ -7,7 +7,7 @@ import pytest
 
 from core.contracts.evidence import RawResult
 from core.evidence.projection import project
-from core.tools.sql.secrets import secret_cells, secret_columns
+from core.tools.sql.secrets import SecretColumns, secret_cells, secret_columns
 from testkit.tool_names import ToolName
 
 
@@ -27,6 +27,11 @@ from testkit.tool_names import ToolName
 def test_secret_columns_follow_the_statement(sql: str, columns: list[str], expected: list[bool]) -> None:
     """Lineage through aliases, functions, derived tables and CTEs; the names decide when the SQL cannot be read."""
     assert secret_columns(sql, columns) == expected
+    remembered = SecretColumns()
+    first = remembered(sql, columns)
+    first.append(True)  # the caller's list: changing it changes nothing remembered
+    assert remembered(sql, columns) == expected
+    assert remembered(sql, [*columns, "extra_password"]) == secret_columns(sql, [*columns, "extra_password"])
 
 
 def test_key_value_rows_hide_the_value_next_to_a_secret_name() -> None:

@@ -25,7 +25,7 @@ from core.tools.contract import (
     ToolSpec,
 )
 from core.tools.sql.args import NAME, SqlArgs
-from core.tools.sql.secrets import secret_cells, secret_columns
+from core.tools.sql.secrets import SecretColumns, secret_cells
 
 ROWS_SHOWN = 5
 COLUMNS_SHOWN = 8
@@ -121,6 +121,9 @@ class SqlSpec(ToolSpec):
     arguments = ArgumentRoles(query=("sql",))
     link_setting = "diag_sql_link_template"
 
+    def __init__(self) -> None:
+        self._secret_columns = SecretColumns()
+
     def raw_items(self, raw: RawResult) -> Sequence[Any]:
         return raw.rows
 
@@ -133,7 +136,7 @@ class SqlSpec(ToolSpec):
     def project_items(self, raw: RawResult, limit: int, clean: Cleaner) -> list[Any]:
         # Secret values are hidden by column name, and by lineage in the statement (aliases, CONCAT, subqueries).
         sql = raw.effective_arguments.get("sql")
-        hidden = secret_columns(sql if isinstance(sql, str) else None, [str(c) for c in raw.columns])
+        hidden = self._secret_columns(sql if isinstance(sql, str) else None, [str(c) for c in raw.columns])
         if len(raw.columns) > clean.columns:
             clean.cut()
         return [_sql_row(row, hidden, clean) for row in raw.rows[:limit]]
