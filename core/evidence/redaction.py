@@ -345,15 +345,18 @@ class Redactor:
         if isinstance(obj, str):
             return self.redact(obj)
         if isinstance(obj, list | tuple):
-            return [self.redact_value(item) for item in obj]
+            memo, redact, value_of = self._memo, self.redact, self.redact_value
+            # A remembered text is looked up here (redact's own first step), not in a call per string.
+            return [(memo.get(item) or redact(item)) if type(item) is str else item if type(item) in _LEAVES
+                    else value_of(item) for item in obj]
         return obj
 
     def _redact_mapping(self, obj: dict[Any, Any]) -> dict[Any, Any]:
         hidden = SECRET_KEYS.hidden(obj)
-        redact, value_of = self.redact, self.redact_value
+        memo, redact, value_of = self._memo, self.redact, self.redact_value
         if not hidden:
-            return {key: redact(value) if type(value) is str else value if type(value) in _LEAVES else value_of(value)
-                    for key, value in obj.items()}
+            return {key: (memo.get(value) or redact(value)) if type(value) is str else value
+                    if type(value) in _LEAVES else value_of(value) for key, value in obj.items()}
         return {key: REDACTED if key in hidden and value not in (None, "", [], {}) else value_of(value)
                 for key, value in obj.items()}
 
