@@ -30,6 +30,7 @@ from core.tools.logs.backend import QueryLogsTool, checked_window, effective_arg
 from core.tools.logs.index import DEFAULT_INDEX_MAX_BYTES, DEFAULT_INDEX_MAX_FILE_BYTES, FileSignature, IndexCache
 from core.tools.logs.query import LineMatcher
 from core.tools.logs.scan import DEFAULT_CHUNK_BYTES, Scan, iso_utc, scan_file
+from core.tools.walk import entries_under
 
 
 def iter_log_files(root: Path) -> Iterator[Path]:
@@ -37,7 +38,7 @@ def iter_log_files(root: Path) -> Iterator[Path]:
     if root.is_file():
         yield root
         return
-    yield from sorted(p for p in root.rglob("*.jsonl") if p.is_file())
+    yield from sorted(p for p in entries_under(root, ".jsonl") if p.is_file())
 
 
 class LogsTool(QueryLogsTool):

@@ -22,6 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_pro
 
 from core.errors import ToolFailure
 from core.tools.metrics.series import Series
+from core.tools.walk import entries_under
 
 SUFFIXES = (".om", ".prom")
 MAX_FOLDER_BYTES = 128 * 1024 * 1024
@@ -67,7 +68,7 @@ def iter_metric_files(root: Path) -> Iterator[Path]:
     if root.is_file():
         yield root
         return
-    yield from sorted(p for p in root.rglob("*") if p.suffix in SUFFIXES and p.is_file())
+    yield from sorted(p for p in entries_under(root) if p.suffix in SUFFIXES and p.is_file())
 
 
 def _families(path: Path, text: str) -> Iterable[Metric]:
