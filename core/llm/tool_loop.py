@@ -13,7 +13,7 @@ import json
 import logging
 import uuid
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -140,15 +140,15 @@ class ToolLoop(Generic[OutT]):
         self.prompts = prompts
         self.config = config
 
-    async def run(self, ctx: RunContext, user_text: str,
-                  starting: list[dict[str, Any]] | None = None) -> LoopResult[OutT]:
+    async def run(self, ctx: RunContext, user_text: str, starting: list[dict[str, Any]] | None = None,
+                  starting_results: Mapping[str, dict[str, Any]] | None = None) -> LoopResult[OutT]:
         """Loop until the output is submitted or a budget, the deadline, cancel, the model or the wire format stops it.
 
         `starting` is conversation the run already had before the model's first step (the first look's calls and
         their results): their ids are taken and repeating one of them is answered from its result."""
         messages = [system_message(self.prompts.get(self.config.prompt)), user_message(user_text), *(starting or [])]
         state = _State()
-        self._seed(state, starting or [])
+        self._seed(state, starting or [], starting_results or {})
         try:
             while True:
                 self._check_limits(ctx, state)
@@ -165,8 +165,12 @@ class ToolLoop(Generic[OutT]):
             log.info("%s stopped run=%s reason=%s steps=%d", self.config.stage, ctx.run_id, stop.reason.value, state.steps)
             return self._result(None, stop.reason, state)
 
-    def _seed(self, state: _State, starting: list[dict[str, Any]]) -> None:
-        """Remember the starting calls as if the loop had made them (ids used, results reusable for repeats)."""
+    def _seed(self, state: _State, starting: list[dict[str, Any]], given: Mapping[str, dict[str, Any]]) -> None:
+        """Remember the starting calls as if the loop had made them (ids used, results reusable for repeats).
+
+        `given` holds the projections the starting tool messages were written from (tool_call_id -> projection):
+        a repeat's answer is only ever written back with tool_message, the same json.dumps, which writes a projection
+        and its decoded text alike, so the projection is remembered as it is rather than decoded again."""
         results = {m.get("tool_call_id"): m.get("content") for m in starting if m.get("role") == "tool"}
         for message in starting:
             for wire in message.get("tool_calls") or []:
@@ -176,7 +180,8 @@ class ToolLoop(Generic[OutT]):
                 key = self._repeat_key(call, state)
                 content = results.get(call.id)
                 if key is not None and isinstance(content, str):
-                    state.seen[key] = json.loads(content)
+                    known = given.get(str(call.id))
+                    state.seen[key] = known if known is not None else json.loads(content)
 
     def _check_limits(self, ctx: RunContext, state: _State) -> None:
         if ctx.cancelled.is_set():

@@ -85,10 +85,11 @@ class DiagnosisAgent:
     async def run(self, ctx: RunContext, previous_report: PublishedReport | None) -> AgentResult:
         """Run the loop until a draft is submitted or a budget, the deadline, cancel or the model stops it."""
         user = ctx.query if previous_report is None else f"{ctx.query}\n\n---\n{render_previous_report(previous_report)}"
-        starting = starting_messages(await self.first_look.run(ctx)) if self.first_look is not None else []
+        looked = await self.first_look.run(ctx) if self.first_look is not None else []
+        starting = starting_messages(looked)
         if starting:
             user = f"{user}\n\n---\n{FIRST_LOOK_NOTE}"
-        result = await self._loop.run(ctx, user, starting)
+        result = await self._loop.run(ctx, user, starting, {call_id: projection for call_id, _, _, projection in looked})
         if result.output is not None:
             await ctx.timeline.record(EventType.DRAFT_SUBMITTED, _draft_summary(result.output))
         return AgentResult(draft=result.output, stop_reason=result.stop_reason, steps=result.steps,
