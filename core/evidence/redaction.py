@@ -249,6 +249,8 @@ class SecretKeyNames:
     MEMO_ENTRIES = 8192
     MEMO_CHARS = 64
     SHAPE_ENTRIES = 1024
+    SHAPE_KEYS = 64
+    SHAPE_CHARS = 2048
 
     def __init__(self) -> None:
         self._memo: dict[str, bool] = {}
@@ -275,9 +277,11 @@ class SecretKeyNames:
             shape = _Shape(secret=frozenset(k for k in strings if self(k)),
                            names=tuple(k for k in strings if k.lower() in _PAIR_NAME_KEYS),
                            values=frozenset(k for k in strings if k.lower() in _PAIR_VALUE_KEYS))
-            if len(self._shapes) >= self.SHAPE_ENTRIES:
-                self._shapes.clear()  # atomic, as the memo
-            self._shapes[keys] = shape
+            # Only small key sets are remembered: the memo's memory stays bounded whatever a tool returns.
+            if len(keys) <= self.SHAPE_KEYS and sum(map(len, strings)) <= self.SHAPE_CHARS:
+                if len(self._shapes) >= self.SHAPE_ENTRIES:
+                    self._shapes.clear()  # atomic, as the memo
+                self._shapes[keys] = shape
         if shape.names and shape.values and any(
                 isinstance(v := mapping[k], str) and len(v) <= 200 and self(v.replace(" ", "_")) for k in shape.names):
             return shape.secret | shape.values

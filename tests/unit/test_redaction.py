@@ -159,3 +159,16 @@ def test_a_dsn_password_of_digits_and_slashes_is_not_taken_for_a_port() -> None:
     out = Redactor().redact("DSN postgres://app:00000/00@db:5432/shop")
     assert "00000/00" not in out
     assert "db:5432/shop" in out
+
+
+def test_hidden_keys_of_small_and_large_mappings() -> None:
+    """SecretKeyNames.hidden: secret-named keys, and a key/value record's value field when its name names a secret;
+    the same for a mapping too large to be remembered, asked twice."""
+    from core.evidence.redaction import SecretKeyNames
+
+    names = SecretKeyNames()
+    record = {"name": "smtp_password", "value": "x", "note": "n"}
+    assert names.hidden(record) == {"value"}
+    assert names.hidden({"name": "region", "value": "x", "note": "n"}) == set()
+    big = {**{f"field_{i}": "v" for i in range(100)}, "api_key": "k", "long_" + "x" * 3000: "v"}
+    assert names.hidden(big) == names.hidden(big) == {"api_key"}

@@ -101,8 +101,8 @@ class SecretColumns:
         self._memo: dict[tuple[str, tuple[str, ...]], tuple[bool, ...]] = {}
 
     def __call__(self, sql: str | None, columns: Sequence[str]) -> list[bool]:
-        if not sql or len(sql) > self.MEMO_SQL_CHARS:
-            return secret_columns(sql, columns)
+        if not sql or len(sql) > self.MEMO_SQL_CHARS or sum(len(str(c)) for c in columns) > self.MEMO_SQL_CHARS:
+            return secret_columns(sql, columns)  # only small statements and column lists are remembered
         key = (sql, tuple(columns))
         found = self._memo.get(key)
         if found is None:
