@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from core.contracts.evidence import EvidenceStatus
 from core.contracts.run import EventType
+from core.evidence.redaction import DEFAULT_RULES, find_secrets
 from core.ports import ToolInvoker
 from core.run import RunContext
 from core.tools.contract import PlannedCall
@@ -44,7 +45,7 @@ FIRST_LOOK_NEXT = (
 
 _SERVICE_SUFFIXES = ("service", "api", "svc", "worker", "gateway", "server", "app", "web", "backend", "frontend",
                      "proxy", "cache", "db", "queue", "consumer", "producer", "job")
-_HYPHENATED = re.compile(r"\b[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+\b")
+_HYPHENATED = re.compile(r"\b[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+\b", re.IGNORECASE)
 _LABELLED = re.compile(r"\b(?:service|app|job)\s*[=:]\s*\"?([A-Za-z0-9][\w.-]{0,62})")
 _NOT_SERVICES = frozenset({"follow-up", "read-only", "out-of-memory", "real-time", "e-mail", "crash-loop", "re-run",
                            "roll-back", "time-out", "on-call", "up-to-date", "so-called", "self-hosted"})
@@ -65,9 +66,18 @@ class Scope:
 
 def services_in(text: str) -> tuple[str, ...]:
     """Service names the question or alert names: `service=x` labels, then hyphenated names that look like
-    services (order-service, checkout-api), then other hyphenated names; at most MAX_SERVICES."""
-    found: list[str] = [m.group(1).lower() for m in _LABELLED.finditer(text)]
-    hyphenated = [m.group(0) for m in _HYPHENATED.finditer(text.lower()) if m.group(0) not in _NOT_SERVICES]
+    services (order-service, checkout-api), then other hyphenated names; at most MAX_SERVICES. Nothing inside a
+    secret the redaction rules find (a pasted `sk_live_…` or `ghp_…` token is no service name, and as a tool
+    argument it would be kept in the call's canonical record)."""
+    secrets = [(f.start, f.end) for f in find_secrets(text, DEFAULT_RULES)]
+
+    def shown(match: re.Match[str], group: int = 0) -> bool:
+        start, end = match.span(group)
+        return not any(start < s_end and s_start < end for s_start, s_end in secrets)
+
+    found: list[str] = [m.group(1).lower() for m in _LABELLED.finditer(text) if shown(m, 1)]
+    hyphenated = [m.group(0).lower() for m in _HYPHENATED.finditer(text)
+                  if m.group(0).lower() not in _NOT_SERVICES and shown(m)]
     found += [name for name in hyphenated if re.split(r"[-_]", name)[-1] in _SERVICE_SUFFIXES]
     found += hyphenated
     unique = list(dict.fromkeys(found))

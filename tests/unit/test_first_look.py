@@ -137,3 +137,20 @@ def test_the_starting_conversation_ends_with_a_turn_asking_for_the_next_step() -
     assert [c["id"] for c in messages[0]["tool_calls"]] == ["first_look_1"]
     assert messages[-1]["content"] == FIRST_LOOK_NEXT
     assert starting_messages([("first_look_1", "query_logs", {}, failed)]) == []
+
+
+@pytest.mark.parametrize("secret", [
+    "sk_live_51HqJxKLmNoPqRsTuVwXyZ012345", "ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",
+    "xoxb-1234567890-0987654321-abcdefghij", "sk-proj-abcdefghijklmnopqrstuvwxyz012345",
+    "service=AKIAIOSFODNN7EXAMPLE",
+])
+def test_a_secret_pasted_in_a_question_is_no_service_name(secret: str) -> None:
+    """A token someone pastes into a question is not taken for a service: as a query_logs argument it would be kept
+    in the call's canonical record and the replay draft."""
+    found = services_in(f"why is order-service failing with {secret} since 23:00?")
+    assert found == ("order-service",)
+    assert not any(name in secret.lower() or secret.lower() in name for name in found if name != "order-service")
+
+
+def test_service_names_in_capitals_and_beside_non_ascii_text() -> None:
+    assert services_in("Order-Service — Checkout-API fail (订单)") == ("order-service", "checkout-api")
