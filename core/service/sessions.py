@@ -14,7 +14,7 @@ Cancellation works across processes too: `cancel:<run_id>` is a KV flag, and `se
 heartbeat (a lease renewed like the lock): the recovery job treats a RUNNING run without it as abandoned.
 
 One keeper task per gate renews every lease of all local runs in one round trip (a script) and polls their cancel
-flags in one MGET. No run
+flags in one round trip (EXISTS of every flag, one integer back; MGET only when some are up). No run
 ever waits for a helper task to stop: a task that is cancelled may keep running (redis-py can swallow a
 cancel), so ending a run only removes it from the keeper's maps, and the keeper exits by itself when idle.
 """
@@ -25,8 +25,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from core.ports import KeyValueStore
 
@@ -57,10 +58,19 @@ def session_run_key(session_key: str) -> str:
     return f"session-run:{session_key}"
 
 
+@runtime_checkable
+class PresenceCount(Protocol):
+    """A KV store that counts how many of several keys exist without reading them (RedisKV: EXISTS, one integer
+    back); the cancel poll falls back to get_many for any other."""
+
+    async def count_present(self, keys: Sequence[str]) -> int: ...
+
+
 @dataclass
 class _Active:
     session_key: str
     cancelled: asyncio.Event
+    cancel_key: str
 
 
 @dataclass
@@ -103,6 +113,7 @@ class SessionGate:
         self._holds: dict[str, _Hold] = {}
         self._leases: dict[str, str] = {}  # KV key -> the value its owner wrote (renewed by the keeper)
         self._keeper: asyncio.Task[None] | None = None
+        self._count_present = kv.count_present if isinstance(kv, PresenceCount) else None
 
     @property
     def lease_s(self) -> float:
@@ -162,7 +173,7 @@ class SessionGate:
     @contextlib.asynccontextmanager
     async def active(self, session_key: str, run_id: str, cancelled: asyncio.Event) -> AsyncIterator[None]:
         """Register a running run so it can be cancelled here or from another process."""
-        self._active[run_id] = _Active(session_key, cancelled)
+        self._active[run_id] = _Active(session_key, cancelled, cancel_key(run_id))
         try:
             await self._kv.set_many({active_run_key(run_id): session_key, session_run_key(session_key): run_id},
                                     self._lease_s)
@@ -196,10 +207,15 @@ class SessionGate:
                 log.warning("session lease keeper: %s", type(exc).__name__)
 
     async def _poll_cancel_flags(self) -> None:
+        """Set the event of every local run whose cancel flag is up. A flag is rare: with a KV that counts keys the
+        tick asks only how many are up (one integer back), and reads them (MGET) only when some are."""
         run_ids = [run_id for run_id, active in self._active.items() if not active.cancelled.is_set()]
         if not run_ids:
             return
-        flags = await self._kv.get_many([cancel_key(run_id) for run_id in run_ids])
+        keys = [self._active[run_id].cancel_key for run_id in run_ids]
+        if self._count_present is not None and not await self._count_present(keys):
+            return
+        flags = await self._kv.get_many(keys)
         for run_id, flag in zip(run_ids, flags, strict=True):
             active = self._active.get(run_id)
             if flag is not None and active is not None:

@@ -178,6 +178,13 @@ class RedisKV:
         values: Any = await self._call(lambda: self._lean.execute("MGET", *[self._prefix + k for k in keys]))
         return [None if v is None else (v.decode() if isinstance(v, bytes) else str(v)) for v in values]
 
+    async def count_present(self, keys: Sequence[str]) -> int:
+        """How many of the keys exist (EXISTS: one integer back, however many keys; none read or decoded)."""
+        if not keys:
+            return 0
+        count: Any = await self._call(lambda: self._lean.execute("EXISTS", *[self._prefix + k for k in keys]))
+        return int(count)
+
     async def renew(self, key: str, value: str, ttl_s: float) -> bool:
         """PEXPIRE the key if it still holds `value` (one Lua script: atomic)."""
         px = ttl_ms(ttl_s)

@@ -98,3 +98,39 @@ async def test_the_keeper_renews_all_leases_in_one_round_trip_and_a_run_ends_in_
     finally:
         await raw.aclose()
         await gate.aclose()
+
+
+async def test_count_present_counts_only_live_keys(redis_client: aioredis.Redis, key_prefix: str) -> None:
+    kv = RedisKV(redis_client, prefix=key_prefix)
+    assert await kv.count_present([]) == 0
+    await kv.set("a", "1", 5)
+    await kv.set("b", "2", 0.05)
+    await asyncio.sleep(0.1)  # b lapsed
+    assert await kv.count_present(["a", "b", "c"]) == 1
+
+
+async def test_the_cancel_poll_counts_flags_and_reads_them_only_when_one_is_up(
+    counting: CountingRedis, key_prefix: str
+) -> None:
+    kv = RedisKV(counting, prefix=key_prefix)
+    gate = SessionGate(kv, run_deadline_s=5, cancel_poll_s=0.02)
+    signals = [asyncio.Event() for _ in range(5)]
+    leave = asyncio.Event()
+
+    async def turn(i: int) -> None:
+        async with gate.turn(f"s{i}", f"run{i}"), gate.active(f"s{i}", f"run{i}", signals[i]):
+            await leave.wait()
+
+    tasks = [asyncio.create_task(turn(i)) for i in range(5)]
+    try:
+        await asyncio.sleep(0.15)
+        assert counting.commands.count("EXISTS") >= 2
+        assert "MGET" not in counting.commands  # no flag up: nothing read
+        await kv.set(cancel_key("run3"), "1", 5)  # another process cancels run3
+        await asyncio.wait_for(signals[3].wait(), 1)
+        assert "MGET" in counting.commands
+        assert [signal.is_set() for signal in signals] == [False, False, False, True, False]
+    finally:
+        leave.set()
+        await asyncio.gather(*tasks)
+        await gate.aclose()
