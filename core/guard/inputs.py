@@ -13,6 +13,7 @@ from core.contracts.draft import DiagnosisDraft
 from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationState
 from core.contracts.release import Derivation
 from core.guard.cache import Lru
+from core.guard.plain_projection import plain_fields
 from core.guard.quantities.leaves import Readings
 from core.guard.quantities.model import Quantity
 from core.guard.rules import RuleSet
@@ -83,12 +84,18 @@ class ProjectionFacts:
 def parse_projection(projection: Mapping[str, Any]) -> tuple[ProjectionFacts | None, str | None]:
     """(facts of the parsed projection, None) or (None, short reason) when it does not parse (always validates).
 
-    The projection is validated by the model of the tool it names (core/tools/<tool>/spec.py); a name no toolset
-    describes does not parse."""
+    The projection is validated by the model of the tool it names (core/tools/<tool>/spec.py), first by its plain
+    schema (core/guard/plain_projection.py: the same verdict, cheaper), by the model itself when that refuses it (for
+    the message); a name no toolset describes does not parse."""
     name = projection.get("tool_name")
     spec = current_registry().find(name) if isinstance(name, str) else None
     if spec is None:
         return None, f"tool_name: no registered tool is named {str(name)[:64]!r}"
+    fields = plain_fields(spec.projection_model, spec.items_field, projection)
+    if fields is not None:  # valid: the same facts as of the parsed models, without building them
+        items = fields.get(spec.items_field)
+        return ProjectionFacts(fields["tool_call_id"], fields["tool_name"], fields["evidence_status"], fields["count"],
+                               len(items) if isinstance(items, list) else 0), None
     try:
         parsed = spec.projection_model.model_validate(projection)
     except ValidationError as exc:
