@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from core.guard.quantities.clock import MONTHS
 from core.guard.quantities.units import DURATION_SECONDS, SIZE_BYTES
 
-_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
+_MONTH = r"(?=[adfjmnos])(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?"
 _SPACED_UNITS = tuple(sorted(
     [u for u in DURATION_SECONDS if len(u) > 1 and u not in {"wk", "wks"}] + [u for u in SIZE_BYTES if len(u) > 1] + ["s", "h"],
     key=len,
@@ -24,6 +24,11 @@ _SPACED_UNITS = tuple(sorted(
 ))
 _GLUED_UNITS = tuple(sorted([*_SPACED_UNITS, "m", "d", "w", "b", "wk", "wks"], key=len, reverse=True))
 _RATE_TIME = r"(?:s|sec|second|min|minute|h|hr|hour)"
+_SPACED_FIRST = "".join(sorted({unit[0].lower() for unit in _SPACED_UNITS}))
+_GLUED_FIRST = "".join(sorted({unit[0].lower() for unit in _GLUED_UNITS}))
+"""The first letters of the units (the lookahead before each alternation of units only skips, case-insensitively,
+what no unit could match: the same tokens, without trying every unit at every number); `[A-Za-z]++` in a rate gives
+back no letter, as a shorter run of letters could never be followed by '/' or ' per ' anyway."""
 
 TOKEN = re.compile(
     rf"""
@@ -41,9 +46,9 @@ TOKEN = re.compile(
     |(?P<n>(?P<num>(?<![\w.,])(?P<x>[xX])?(?P<digits>(?:\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?)(?:[eE](?P<exp>[-+]?\d{{1,3}}))?)
         (?:(?P<mag>(?-i:k|K|M|bn))(?![A-Za-z]))?
         (?:(?P<pct>\ ?%|\ (?:percent|pct)\b)
-          |(?P<rate>\ ?(?:[A-Za-z]+\ ?)?(?:/|\ per\ )(?P<rtime>{_RATE_TIME})\b|\ ?(?P<rshort>rps|qps|tps|rpm)\b)
-          |(?:-|\ )(?P<sunit>{"|".join(_SPACED_UNITS)})(?![A-Za-z])
-          |(?P<gunit>{"|".join(_GLUED_UNITS)})(?![A-Za-z0-9_])
+          |(?P<rate>\ ?(?:[A-Za-z]++\ ?)?(?:/|\ per\ )(?P<rtime>{_RATE_TIME})\b|\ ?(?P<rshort>rps|qps|tps|rpm)\b)
+          |(?:-|\ )(?=[{_SPACED_FIRST}])(?P<sunit>{"|".join(_SPACED_UNITS)})(?![A-Za-z])
+          |(?=[{_GLUED_FIRST}])(?P<gunit>{"|".join(_GLUED_UNITS)})(?![A-Za-z0-9_])
         )?
         (?![A-Za-z0-9_]))
     |(?P<alnum>(?<![\w.])\d[A-Za-z0-9_]*[A-Za-z_][A-Za-z0-9_]*)
