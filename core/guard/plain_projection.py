@@ -59,7 +59,7 @@ def plain_validator(model: type[BaseModel]) -> SchemaValidator | None:
         return None
     if not isinstance(schema, dict) or schema.get("type") != "model-fields":
         return None
-    return SchemaValidator(schema)  # type: ignore[arg-type]
+    return SchemaValidator(schema)
 
 
 def _build() -> Mapping[type[BaseModel], tuple[SchemaValidator, str]]:
