@@ -62,6 +62,7 @@ class EvidenceGuard:
             return await self._check(run_id, data, ids, untrusted)
         finally:
             data.readings.clear()  # kept evidence may still point at it: nothing of this check stays behind
+            data.window_slots.clear()
 
     async def _check(self, run_id: str, data: GuardInput, ids: list[str], untrusted: Sequence[str]) -> GuardResult:
         data.untrusted = tuple(untrusted)

@@ -130,6 +130,7 @@ class Grounder:
             found = (CallEvidence(record, readings) if key is None
                      else kept.get_or_make(key, lambda: CallEvidence(record, readings)))
             found.readings = readings  # a kept one reads with this check's memo (EvidenceGuard empties it after)
+            found.window_slots = self.data.window_slots
             self._evidence[cid] = found
         return found
 

@@ -14,6 +14,7 @@ from core.contracts.evidence import CanonicalRecord, EvidenceStatus, InvocationS
 from core.contracts.release import Derivation
 from core.guard.cache import Lru
 from core.guard.plain_projection import plain_fields
+from core.guard.quantities.extras import WindowSlots
 from core.guard.quantities.leaves import Readings
 from core.guard.quantities.model import Quantity
 from core.guard.rules import RuleSet
@@ -197,6 +198,9 @@ class GuardInput:
     readings: Readings = field(default_factory=dict)
     """Evidence text -> its quantities, for this check only (core/guard/quantities/leaves.py: the calls of a run
     mostly share their window bounds and timestamps); emptied when the check ends."""
+    window_slots: WindowSlots = field(default_factory=dict)
+    """Window values -> their times by clock slot, for this check only (core/guard/quantities/extras.py); emptied
+    when the check ends."""
 
     @classmethod
     def build(

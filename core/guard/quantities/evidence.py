@@ -19,7 +19,7 @@ from typing import Any
 from core.contracts.evidence import CanonicalRecord
 from core.guard.quantities.declared import declared_quantity, row_units
 from core.guard.quantities.exact import Check
-from core.guard.quantities.extras import CallExtras
+from core.guard.quantities.extras import CallExtras, WindowSlots
 from core.guard.quantities.forms import search_forms as search_forms  # named here by callers and tests
 from core.guard.quantities.kinds import spec_quantities, typed_fields
 from core.guard.quantities.leaves import ITEM_LISTS, SERIES_VALUES, Readings, projection_leaves, series_leaves
@@ -38,6 +38,9 @@ class CallEvidence:
         self.tool_call_id = record.tool_call_id
         self.readings: Readings = {} if readings is None else readings
         """The current check's memo of evidence texts read (leaves.Readings; the grounder hands each check's own)."""
+        self.window_slots: WindowSlots | None = None
+        """The current check's slots of window times by window values (extras.WindowSlots), when the grounder
+        hands one."""
         self.projection: Mapping[str, Any] = record.projection or {}
         self.arguments: Mapping[str, Any] = record.effective_arguments
         self._columns: Sequence[Any] = self.projection.get("columns") or []
@@ -91,7 +94,7 @@ class CallEvidence:
     def search_extra(self, accept: Accept, query: bool, claim: Quantity | None = None) -> Shown | None:
         """The window, limit and (when `query`) query quantities accepted by `accept`; given the claim `accept`
         grounds, only those that may show its value are tried (the same answer, see CallExtras.candidates)."""
-        extra = self.extra() if claim is None else self._extras.candidates(claim, self.readings)
+        extra = self.extra() if claim is None else self._extras.candidates(claim, self.readings, self.window_slots)
         found = next((s for s in extra if accept(s)), None)
         if found is None and query:
             found = next((s for s in self.query() if accept(s)), None)

@@ -16,6 +16,10 @@ WINDOW_KEYS = (("window_start", "projection"), ("window_end", "projection"))
 WINDOW_ARGUMENTS = ("start", "end")
 LIMIT_ARGUMENTS = ("limit", "top_k")
 QUERY_ARGUMENTS = ("query", "sql", "service", "level")
+WindowSlots = dict[tuple[tuple[str | None, ...], float], dict[int, tuple[tuple[Quantity, str], ...]]]
+"""(the window values of a call, a precision) -> clock slot -> the (quantity, key) of its window bounds showing a time
+in it, for one check: the calls of a run mostly search one window, so its times are slotted once, not per call (a
+pure function of those values)."""
 
 
 class CallExtras:
@@ -29,6 +33,8 @@ class CallExtras:
         self._clock_slots: dict[float, dict[int, list[Shown]]] = {}
         """Precision -> clock slot -> the extra() quantities showing a time in it (candidates)."""
         self._query: tuple[Shown, ...] | None = None
+        self._window_values: tuple[str | None, ...] | None = None
+        """The window bounds' values (None for any that is not text), the key of this call's WindowSlots."""
 
     def extra(self, readings: Readings | None = None) -> tuple[Shown, ...]:
         """The window bounds (projection and arguments) and the limit, with their origins (`readings`: the check's
@@ -37,11 +43,15 @@ class CallExtras:
             self._extra = tuple(self._window_and_limit({} if readings is None else readings))
         return self._extra
 
-    def candidates(self, claim: Quantity, readings: Readings | None = None) -> Sequence[Shown]:
+    def candidates(self, claim: Quantity, readings: Readings | None = None,
+                   shared: WindowSlots | None = None) -> Sequence[Shown]:
         """The extra() quantities, in order, that may show the claim's value: for a time of day, those showing a
-        time in the claim's slot (match.same_value grounds no other), looked up by slot; all of them otherwise."""
+        time in the claim's slot (match.same_value grounds no other), looked up by slot; all of them otherwise.
+        `shared`: the check's slots by window values (WindowSlots), used while this call's extra() is not built."""
         if claim.kind is not Kind.TIME or not isinstance(claim.value, float):
             return self.extra(readings)
+        if shared is not None and self._extra is None and claim.tolerance not in self._clock_slots:
+            return self._shared_candidates(claim, {} if readings is None else readings, shared)
         slots = self._clock_slots.get(claim.tolerance)
         if slots is None:
             slots = self._clock_slots[claim.tolerance] = {}
@@ -50,6 +60,30 @@ class CallExtras:
                 if clock is not None:
                     slots.setdefault(clock_slot(clock, claim.tolerance), []).append(shown)
         return slots.get(clock_slot(claim.value, claim.tolerance), ())
+
+    def _window_sources(self) -> list[tuple[str, Any]]:
+        sources: list[tuple[str, Any]] = [(key, self.projection.get(key)) for key, _ in WINDOW_KEYS]
+        return sources + [(key, self.arguments.get(key)) for key in WINDOW_ARGUMENTS]
+
+    def _shared_candidates(self, claim: Quantity, readings: Readings, shared: WindowSlots) -> list[Shown]:
+        """candidates() for a time of day from the check's slots of the same window values: the window bounds of
+        extra() showing a time in the claim's slot, in order (the limit never shows one), as this call's."""
+        assert isinstance(claim.value, float)
+        if self._window_values is None:
+            self._window_values = tuple(value if isinstance(value, str) else None for _, value in self._window_sources())
+        signature = (self._window_values, claim.tolerance)
+        table = shared.get(signature)
+        if table is None:
+            built: dict[int, list[tuple[Quantity, str]]] = {}
+            for key, value in self._window_sources():
+                if isinstance(value, str):
+                    for quantity in read_text(value, readings):
+                        clock = shown_clock(quantity)
+                        if clock is not None:
+                            built.setdefault(clock_slot(clock, claim.tolerance), []).append((quantity, key))
+            table = shared[signature] = {slot: tuple(found) for slot, found in built.items()}
+        hits = table.get(clock_slot(claim.value, claim.tolerance), ())
+        return [Shown(quantity, Origin.WINDOW, self.tool_call_id, -1, key) for quantity, key in hits]
 
     def query(self) -> tuple[Shown, ...]:
         """The quantities of the query, SQL, service and level arguments (origin QUERY)."""
@@ -68,9 +102,7 @@ class CallExtras:
 
     def _window_and_limit(self, readings: Readings) -> Iterator[Shown]:
         cid = self.tool_call_id
-        sources: list[tuple[str, Any]] = [(key, self.projection.get(key)) for key, _ in WINDOW_KEYS]
-        sources += [(key, self.arguments.get(key)) for key in WINDOW_ARGUMENTS]
-        for key, value in sources:
+        for key, value in self._window_sources():
             if isinstance(value, str):
                 for quantity in read_text(value, readings):
                     yield Shown(quantity, Origin.WINDOW, cid, -1, key)
