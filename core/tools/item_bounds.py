@@ -9,6 +9,7 @@ log file is bounded too: a line longer than `line_bytes` is not parsed at all (c
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,11 @@ class ItemBounds:
 
 def json_size(value: Any) -> int:
     """Bytes of a value as compact UTF-8 JSON (what every bound here measures)."""
-    return len(orjson.dumps(value, default=str))
+    try:
+        return len(orjson.dumps(value, default=str))
+    except TypeError:  # orjson refuses integers beyond 64 bits (a SQL NUMERIC, an MCP result): json writes them
+        return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str).encode("utf-8",
+                                                                                                   "surrogatepass"))
 
 
 def cut_utf8(text: str, max_bytes: int) -> str:

@@ -5,6 +5,7 @@ call's full index (core/guard/quantities/evidence.py) would, so the answer never
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -33,7 +34,10 @@ def _json_key(raw: str) -> str:
 
 def _text_of(projection: Mapping[str, Any], items_field: str | None = None) -> str:
     results = {k: v for k, v in projection.items() if k in RESULT_KEYS or k == items_field}
-    return orjson.dumps(results, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+    try:
+        return orjson.dumps(results, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS, default=str).decode()
+    except TypeError:  # an integer beyond 64 bits, which orjson refuses: json writes the same layout, one value a line
+        return json.dumps(results, indent=2, ensure_ascii=False, default=str)
 
 
 class ResultText:
@@ -130,6 +134,8 @@ class ResultText:
             found = extract_at(inner, at - (start + raw_at + 1))
             return tuple(Shown(q, Origin.RESULT, self.tool_call_id, -1, key) for q in found)
         value = orjson.loads(raw)
+        if isinstance(value, float) and raw.lstrip("-").isdigit():
+            value = int(raw)  # orjson reads an integer beyond 64 bits as a float; the leaf holds the int
         shown = tuple(Shown(q, Origin.RESULT, self.tool_call_id, -1, key) for q in leaf_quantities(value, key, words))
         self._leaves[start] = shown
         return shown
