@@ -12,6 +12,7 @@ error stays what it always was.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import orjson
@@ -36,27 +37,23 @@ def _float_difference(value: Any) -> int | None:
     if kind is float:
         return len(repr(value)) - len(orjson.dumps(value)) if math.isfinite(value) else None
     if kind is dict:
-        extra = 0
-        for key, item in value.items():
-            if type(key) is not str:
-                return None
-            held = type(item)
-            if held is str or held is int or held is bool or item is None:
-                continue
-            found = _float_difference(item)
-            if found is None:
-                return None
-            extra += found
-        return extra
+        if any(type(key) is not str for key in value):
+            return None
+        return _items_difference(value.values())
     if kind is list or kind is tuple:
-        extra = 0
-        for item in value:
-            held = type(item)
-            if held is str or held is int or held is bool or item is None:
-                continue
-            found = _float_difference(item)
-            if found is None:
-                return None
-            extra += found
-        return extra
+        return _items_difference(value)
     return None
+
+
+def _items_difference(items: Iterable[Any]) -> int | None:
+    """_float_difference summed over a container's items (scalars other than floats skipped without a call)."""
+    extra = 0
+    for item in items:
+        held = type(item)
+        if held is str or held is int or held is bool or item is None:
+            continue
+        found = _float_difference(item)
+        if found is None:
+            return None
+        extra += found
+    return extra
