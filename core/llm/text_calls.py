@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -141,15 +141,15 @@ def _fits(value: dict[str, Any], schema: dict[str, Any]) -> bool:
     return all(key in properties for key in value) and 2 * len(value) >= len(properties)
 
 
-def _objects(content: str, budget: list[int]) -> list[_Found]:
-    """JSON values standing on lines of their own (whatever their shape)."""
+def _objects(content: str, budget: list[int], keep: Callable[[Any], bool] = lambda value: True) -> list[_Found]:
+    """JSON values standing on lines of their own that `keep` accepts (any shape by default)."""
     found = []
     position = 0
     for match in _LINE_START_JSON.finditer(content):
         if match.end() < position:
-            continue
+            continue  # inside an object found already
         item = _decode_at(content, match.end(), "json", match.start(), budget)
-        if item is not None and _line_ends(content, item.end):
+        if item is not None and _line_ends(content, item.end) and keep(item.value):
             found.append(item)
             position = item.end
     return found
@@ -236,18 +236,7 @@ def _fenced(content: str, budget: list[int]) -> list[_Found]:
 
 def _bare(content: str, budget: list[int]) -> list[_Found]:
     """Call objects standing on lines of their own (the whole content, or lines between prose)."""
-    found = []
-    position = 0
-    for match in _LINE_START_JSON.finditer(content):
-        if match.end() < position:
-            continue  # inside an object found already
-        item = _decode_at(content, match.end(), "json", match.start(), budget)
-        if item is None:
-            continue
-        if _line_ends(content, item.end) and _as_calls(item.value):
-            found.append(item)
-            position = item.end
-    return found
+    return _objects(content, budget, lambda value: bool(_as_calls(value)))
 
 
 def _decode_at(content: str, index: int, fmt: str, start: int, budget: list[int]) -> _Found | None:
