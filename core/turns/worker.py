@@ -138,6 +138,7 @@ class _Held:
     attempt: Attempt | None = None
     run_id: str = ""
     running: bool = False  # past the thread-order wait: counts against the concurrency
+    waiting: bool = False  # told to wait for its thread's earlier turn: does not count against the concurrency
     handed_back: bool = False
     finished: bool = field(default=False)
 
@@ -161,6 +162,7 @@ class JobWorker:
         self._metrics = metrics or Metrics()
         self._held: dict[str, _Held] = {}
         self._running = 0  # held jobs past their thread's wait (kept here: counting them on every take cost 2 %)
+        self._waiting = 0  # held jobs told to wait for their thread's earlier turn
         self._unfinished: dict[str, Claim] = {}  # answered, but the queue could not be told (the store was down)
         self._slot_freed = asyncio.Event()
         self._stopping = False
@@ -185,7 +187,10 @@ class JobWorker:
                            asyncio.create_task(self._keep_loop(), name=f"queue-keep:{self.consumer}")]
 
     def _free(self) -> int:
-        return min(self._policy.concurrency - self.runs,
+        """Slots for new jobs. A held job counts against the concurrency unless it is known to wait for its thread:
+        one taken but not started yet is about to run, and leaving it out let the first worker to read a burst
+        take far more than its share (312 of 500 with two workers of 250) while the other idled."""
+        return min(self._policy.concurrency - (len(self._held) - self._waiting),
                    self._policy.concurrency * WAITERS_PER_RUN - len(self._held))
 
     async def _take_loop(self) -> None:
@@ -311,14 +316,24 @@ class JobWorker:
         """Wait until the job is first of its thread, then record the attempt; no go when cancelled meanwhile."""
         job = held.claim.job
         # polling: the thread's earlier turn may run in another process, so there is no event to wait on
-        while (started := await self._queue.start(job, held.run_id)).state is StartState.WAIT:  # noqa: ASYNC110
+        while (started := await self._queue.start(job, held.run_id)).state is StartState.WAIT:
+            self._wait(held, True)
             await asyncio.sleep(self._timing.order_poll_s)
+        self._wait(held, False)
         if started.state is StartState.CANCELLED:
             return False, None
         if not held.running and self._held.get(held.claim.entry) is held:
             self._running += 1  # given back in _release
         held.running = True
         return True, started.previous
+
+    def _wait(self, held: _Held, waiting: bool) -> None:
+        if held.waiting is waiting or self._held.get(held.claim.entry) is not held:
+            return
+        held.waiting = waiting
+        self._waiting += 1 if waiting else -1
+        if waiting:
+            self._slot_freed.set()  # a waiter gives its slot to a job that can run
 
     async def finish(self, held: _Held) -> None:
         """The job is answered: remove it from the queue (once the store answers: see _catch_up)."""
@@ -339,6 +354,8 @@ class JobWorker:
             del self._held[held.claim.entry]
             if held.running:
                 self._running -= 1
+            if held.waiting:
+                self._waiting -= 1
             self._slot_freed.set()
 
     async def aclose(self, grace_s: float | None = None) -> None:
