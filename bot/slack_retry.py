@@ -29,11 +29,31 @@ MAX_BACKOFF_S = 8.0
 ATTEMPT_TIMEOUT_S = 15.0
 
 
+_BARE = "_diag_without_retries"  # where a client keeps its bare copy (every turn asks for it two or three times)
+
+
 def without_retries(client: AsyncWebClient) -> AsyncWebClient:
-    """The same client (token, base URL, connection pool) without the SDK's retry handlers."""
+    """The same client (token, base URL, connection pool) without the SDK's retry handlers.
+
+    The copy is shallow and is kept on the client: the next call returns it again while every other attribute of the
+    client is still the one it copied (a client whose token or session was replaced since gets a fresh copy)."""
+    attributes = client.__dict__
+    bare = attributes.get(_BARE)
+    if isinstance(bare, AsyncWebClient) and bare.retry_handlers == [] and _same(attributes, bare.__dict__):
+        return bare
     bare = copy.copy(client)
+    bare.__dict__.pop(_BARE, None)
     bare.retry_handlers = []
+    attributes[_BARE] = bare
     return bare
+
+
+def _same(attributes: dict[str, object], copied: dict[str, object]) -> bool:
+    """True when the copy holds the very objects the client holds (its retry handlers and the cache aside)."""
+    if len(copied) != len(attributes) - 1:
+        return False
+    return all(name in (_BARE, "retry_handlers") or copied.get(name, _BARE) is value
+               for name, value in attributes.items())
 
 
 async def call_until(call: Callable[[], Awaitable[T]], *, until: float, what: str, channel: str,

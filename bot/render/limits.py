@@ -51,9 +51,22 @@ def truncation_marker(run_id: str | None) -> Block:
     return context(f"{ELLIPSIS}shortened to fit Slack's message limits")
 
 
+def _copied(value: Any) -> Any:
+    """A deep copy of a block's JSON (dicts and lists rebuilt, strings and numbers shared); anything else through
+    copy.deepcopy. The same result as deepcopy for the plain JSON renderers build, without its memo and dispatch."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 def clamp_block(block: Block) -> Block:
     """Apply the per-block caps to one block (returns a copy)."""
-    b = copy.deepcopy(block)
+    b: Block = _copied(block)
     kind = b.get("type")
     if kind == "header":
         b["text"]["text"] = clip(b["text"]["text"], MAX_HEADER_TEXT)

@@ -71,3 +71,13 @@ def test_huge_fallback_fits() -> None:
     assert len(msg.blocks) <= MAX_BLOCKS
     assert len(json.dumps(msg.blocks)) <= MAX_TOTAL_CHARS
     assert "…shortened to fit Slack's message limits" in json.dumps(msg.blocks, ensure_ascii=False)
+
+
+def test_clamp_block_returns_a_copy_that_shares_nothing_mutable() -> None:
+    block = {"type": "section", "text": {"type": "mrkdwn", "text": "s" * 5000},
+             "accessory": {"type": "button", "value": "v", "options": [{"k": 1}, (2, 3)]}}
+    clamped = clamp_block(block)
+    assert len(block["text"]["text"]) == 5000  # the input is left as it was
+    assert clamped["accessory"] == block["accessory"]
+    assert clamped["accessory"] is not block["accessory"]
+    assert clamped["accessory"]["options"][0] is not block["accessory"]["options"][0]
