@@ -52,7 +52,7 @@ async def main(runs: int, concurrency: int, delay_s: float, profile: str | None,
     cost_account.install_counters()
     os.environ.setdefault("DIAG_FIRST_LOOK", "false")
     prefix = f"inproc-queued:{uuid.uuid4().hex[:10]}:"
-    configure_logging(logging.INFO, stream=open(os.devnull, "w"))  # noqa: SIM115 - for the life of the process
+    configure_logging(logging.INFO, stream=open(os.environ.get("BENCH_LOG", os.devnull), "w"))  # noqa: SIM115 - the life of the process
     redis = aioredis.from_url(REDIS_URL)
     with tempfile.TemporaryDirectory(prefix="inproc-queued-") as tmp:
         settings = Settings(redis_url=REDIS_URL, diag_redis_prefix=prefix, openai_api_key="bench",

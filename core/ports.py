@@ -67,6 +67,17 @@ class PendingClaims(Protocol):
         ...
 
 
+@runtime_checkable
+class RecordDumps(Protocol):
+    """A canonical store that hands out a run's records as the JSON objects it keeps (both stores of
+    core/stores/canonical.py): what `model_dump(mode="json", exclude={"raw_result"})` of each list_run record gives,
+    without building the models first (the release keeps them for replay as they are)."""
+
+    async def list_run_dumps(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's records without raw results, in call order, as JSON objects."""
+        ...
+
+
 class KeyValueStore(Protocol):
     """Shared small state: dedup keys, leases (locks with an owner), cancel flags."""
 

@@ -32,7 +32,7 @@ from core.contracts.release import (
 from core.contracts.run import EventType
 from core.guard.evidence_guard import EvidenceGuard, GuardUnavailable
 from core.observability.metrics import Metrics
-from core.ports import CanonicalStore, DraftArchive, EvidenceRepairer, SemanticJudge
+from core.ports import CanonicalStore, DraftArchive, EvidenceRepairer, RecordDumps, SemanticJudge
 from core.release.confirmation import with_confirmations
 from core.release.evidence import kept_evidence
 from core.release.fallback import build_fallback, failure_fallback
@@ -169,10 +169,14 @@ class DiagnosisRelease:
         if self._drafts is None:
             return
         try:
-            records = await self._canonical.list_run(ctx.run_id)
+            if isinstance(self._canonical, RecordDumps):  # the kept JSON as it is: no model built and dumped again
+                records = await self._canonical.list_run_dumps(ctx.run_id)
+            else:
+                records = [r.model_dump(mode="json", exclude={"raw_result"})
+                           for r in await self._canonical.list_run(ctx.run_id)]
             await self._drafts.record_draft(StoredDraft(
                 run_id=ctx.run_id, stage=stage, draft=draft, untrusted=list(ctx.untrusted_spans),
-                records=[r.model_dump(mode="json", exclude={"raw_result"}) for r in records],
+                records=records,
                 rule_set_version=self._guard.rule_set_version, valid=result.valid,
                 codes=[v.code for v in result.violations], recorded_at=datetime.now(UTC),
             ))

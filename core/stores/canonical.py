@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+import orjson
 import redis.asyncio as aioredis
 from pydantic import ValidationError
 from redis.exceptions import RedisError
@@ -39,6 +41,25 @@ def _parse(data: bytes | str | None, where: str, raw: bytes | str | None = None)
     except ValidationError as exc:
         logger.warning("canonical record %s is unreadable (%d errors); treated as missing", where, exc.error_count())
         return None
+
+
+def _dump(data: bytes | str | None, where: str) -> dict[str, Any] | None:
+    """One stored record (its JSON without the raw result) as the object it encodes; unreadable JSON counts as
+    missing (logged, never raised). The JSON was written by model_dump_json, so the object is what
+    model_dump(mode="json") of the parsed record gives, key for key."""
+    if data is None:
+        return None
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        try:  # integers beyond 64 bits, which orjson does not read
+            value = json.loads(data)
+        except ValueError:
+            value = None
+    if not isinstance(value, dict):
+        logger.warning("canonical record %s is unreadable (not a JSON object); treated as missing", where)
+        return None
+    return value
 
 
 class InMemoryCanonicalStore:
@@ -100,6 +121,16 @@ class InMemoryCanonicalStore:
         """All live records of a run, in call order."""
         found = await self.get_many(run_id, list(self._order.get(run_id, [])), with_raw=with_raw)
         return [record for record in found.values() if record is not None]
+
+    async def list_run_dumps(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's live records without raw results, in call order, as the JSON objects kept."""
+        found = []
+        for call_id in list(self._order.get(run_id, [])):
+            live = self._live(run_id, call_id)
+            dump = None if live is None else _dump(live[0], f"{run_id}/{call_id}")
+            if dump is not None:
+                found.append(dump)
+        return found
 
 
 # A claim and a write each in one server-side script: one command and one reply instead of a MULTI/EXEC of four and
@@ -235,4 +266,18 @@ class RedisCanonicalStore:
             record = _parse(values[index] if index < len(values) else None, f"{run_id}/{call_id}", raw)
             if record is not None:
                 found.append(record)
+        return found
+
+    async def list_run_dumps(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's live records without raw results, in call order, as the JSON objects kept (one script, as
+        list_run; no model is built)."""
+        args = [self.record_key(run_id, ""), ""]
+        reply: list[Any] = await self._call(lambda: self._list(keys=[self._order_key(run_id)], args=args))
+        members, values, _ = reply
+        found: list[dict[str, Any]] = []
+        for index, member in enumerate(members):
+            call_id = member.decode() if isinstance(member, bytes) else str(member)
+            dump = _dump(values[index] if index < len(values) else None, f"{run_id}/{call_id}")
+            if dump is not None:
+                found.append(dump)
         return found

@@ -183,6 +183,25 @@ async def test_corrupt_record_is_missing_and_logged(
     assert any("unreadable" in r.getMessage() for r in caplog.records)
 
 
+async def test_list_run_dumps_are_the_json_dumps_of_list_run(redis_client: aioredis.Redis, key_prefix: str) -> None:
+    """list_run_dumps gives, record for record and key for key, model_dump(mode="json") of list_run's records without
+    their raw result (datetimes, floats, enums, a projection and an error included); an unreadable one is skipped."""
+    store = RedisCanonicalStore(redis_client, prefix=key_prefix)
+    ready = _record("second", 1, InvocationState.READY).model_copy(update={
+        "projection": {"items": [{"message": "timeout", "n": 3, "ratio": 0.1 + 0.2}], "big": 2**70},
+        "finished_at": T0 + timedelta(seconds=1.5), "duration_ms": 12.345678})
+    await store.put(_record("first", 0))
+    await store.put(ready)
+    await store.put(_record("third", 2))
+    await redis_client.set(f"{key_prefix}inv:run-1:third", "{not json")
+    expected = [r.model_dump(mode="json", exclude={"raw_result"}) for r in await store.list_run("run-1")]
+    dumps = await store.list_run_dumps("run-1")
+    assert dumps == expected
+    assert [list(d) for d in dumps] == [list(e) for e in expected]
+    assert [d["tool_call_id"] for d in dumps] == ["first", "second"]
+    assert await store.list_run_dumps("other-run") == []
+
+
 @pytest.fixture
 async def dead_client() -> AsyncIterator[aioredis.Redis]:
     """A client pointed at a closed port: every command fails to connect."""

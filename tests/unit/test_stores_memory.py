@@ -46,6 +46,18 @@ async def test_in_memory_canonical_reserve_put_get_and_order() -> None:
     assert await store.reserve("run-1", "b") is False
 
 
+async def test_in_memory_canonical_list_run_dumps_are_the_json_dumps_of_list_run() -> None:
+    """list_run_dumps: model_dump(mode="json") of each list_run record without its raw result, in call order."""
+    store = InMemoryCanonicalStore()
+    for call_id in ("b", "a"):
+        await store.put(_record(call_id).model_copy(update={"projection": {"items": [{"x": 0.1 + 0.2}]},
+                                                            "duration_ms": 1.5}))
+    expected = [r.model_dump(mode="json", exclude={"raw_result"}) for r in await store.list_run("run-1")]
+    assert await store.list_run_dumps("run-1") == expected
+    assert [d["tool_call_id"] for d in expected] == ["b", "a"]
+    assert await store.list_run_dumps("run-2") == []
+
+
 async def test_in_memory_canonical_records_expire() -> None:
     """After the TTL a record is gone (and its id may be reserved again only if never reserved before)."""
     clock = Clock()
