@@ -46,13 +46,15 @@ from core.settings import DEMO_CLOCK, Settings
 from core.stores.memory import InMemoryAuditStore, InMemoryRunStore, InMemoryTimelineStore
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+LOG = open(os.environ.get("BENCH_LOG", os.devnull), "w")  # noqa: SIM115 - the worker's log stream, for the process's life
 
 
-async def main(runs: int, concurrency: int, delay_s: float, profile: str | None, warmup: int) -> None:
+async def main(runs: int, concurrency: int, delay_s: float, profile: str | None, warmup: int,
+               slow_ticks: bool) -> None:
     cost_account.install_counters()
     os.environ.setdefault("DIAG_FIRST_LOOK", "false")
     prefix = f"inproc-queued:{uuid.uuid4().hex[:10]}:"
-    configure_logging(logging.INFO, stream=open(os.environ.get("BENCH_LOG", os.devnull), "w"))  # noqa: SIM115 - the life of the process
+    configure_logging(logging.INFO, stream=LOG)
     redis = aioredis.from_url(REDIS_URL)
     with tempfile.TemporaryDirectory(prefix="inproc-queued-") as tmp:
         settings = Settings(redis_url=REDIS_URL, diag_redis_prefix=prefix, openai_api_key="bench",
@@ -62,6 +64,10 @@ async def main(runs: int, concurrency: int, delay_s: float, profile: str | None,
         overrides: dict[str, Any] = {"runs": InMemoryRunStore(), "timeline_store": InMemoryTimelineStore(),
                                      "audit": InMemoryAuditStore()}
         services = await build_services(settings, model=DelayedModel(delay_s), **overrides)
+        if slow_ticks:  # the session gate's cancel-flag poll runs per 0.25 s of wall time, not per run: under
+            # callgrind (50x slower, and slower still on a loaded machine) it would count for a share of each run
+            # that follows the machine's load. Its lease renewals (every lease/3) still run.
+            services.chat_service._gate._cancel_poll_s = 3600.0  # a measurement setting
         slack = StubSlack()
         bot = build_bot(settings, services.chat_service, services.kv, client=slack, queue=queue_for(services),
                         metrics=services.metrics, feedback=services.feedback)
@@ -89,7 +95,7 @@ async def main(runs: int, concurrency: int, delay_s: float, profile: str | None,
             if profiler:
                 profiler.enable()
             await batch(runs, "run")
-            if profiler:
+            if profiler and profile:
                 profiler.disable()
                 profiler.dump_stats(profile)
             wall, cpu = time.perf_counter() - started, time.process_time() - cpu
@@ -113,5 +119,7 @@ if __name__ == "__main__":
     parser.add_argument("--delay", type=float, default=0.05)
     parser.add_argument("--warmup", type=int, default=4)
     parser.add_argument("--profile", default=None)
+    parser.add_argument("--slow-ticks", action="store_true",
+                        help="no cancel-flag poll per 0.25 s of wall time (for instruction counts under callgrind)")
     args = parser.parse_args()
-    asyncio.run(main(args.runs, args.concurrency, args.delay, args.profile, args.warmup))
+    asyncio.run(main(args.runs, args.concurrency, args.delay, args.profile, args.warmup, args.slow_ticks))

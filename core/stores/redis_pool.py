@@ -110,6 +110,16 @@ class LeanConnection(aioredis.Connection):
             self._writer.transport.abort()
 
 
+async def _ready(connection: AbstractConnection) -> bool:
+    """True when the connection is connected with nothing unread (False for anything ensure_connection must see)."""
+    if not connection.is_connected:
+        return False
+    try:
+        return not await connection.can_read()
+    except (RedisConnectionError, RedisTimeoutError, OSError):  # can_read dropped the socket: reconnect as before
+        return False
+
+
 MAX_WAITS = 15  # with the client's 2 s: a caller waits at most 30 s for a connection, however busy the pool
 
 
@@ -133,7 +143,11 @@ class BoundedPool(aioredis.ConnectionPool):
             raise
         self._opening += 1
         try:
-            await self.ensure_connection(connection)
+            # A connected connection with nothing unread is what ensure_connection makes sure of; it is checked here
+            # without connect()'s retry layers (three coroutines and a lambda per command). Anything else (not
+            # connected, data left unread, a broken socket) goes through ensure_connection as before.
+            if not await _ready(connection):
+                await self.ensure_connection(connection)
         except BaseException:
             await self.release(connection)
             raise

@@ -14,7 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from core.stores.redis_client import redis_client_from_url
-from core.stores.redis_pool import BoundedPool, LeanConnection
+from core.stores.redis_pool import BoundedPool, LeanConnection, _ready
 from tests.conftest import REDIS_URL
 
 pytestmark = pytest.mark.redis
@@ -118,3 +118,25 @@ def test_only_plain_tcp_gets_the_lean_connection() -> None:
     assert redis_client_from_url("rediss://127.0.0.1:6390/0").connection_pool.connection_class is SSLConnection
     unix = redis_client_from_url("unix:///tmp/nothing.sock")
     assert unix.connection_pool.connection_class is UnixDomainSocketConnection
+
+
+
+async def test_only_a_connected_connection_with_nothing_unread_skips_ensure_connection(key_prefix: str) -> None:
+    """get_connection's fast path (_ready) takes a connection as it is only when it is connected with nothing unread:
+    one with a reply left in its stream, or one not connected, goes through redis-py's ensure_connection as before."""
+    client, pool = small_client(1)
+    try:
+        await client.ping()
+        connection = await pool.get_connection()
+        assert await _ready(connection)
+        await connection.send_command("PING")  # its PONG is left unread
+        await asyncio.sleep(0.05)
+        assert not await _ready(connection)
+        await connection.read_response()
+        assert await _ready(connection)
+        await connection.disconnect()
+        assert not await _ready(connection)
+        await pool.release(connection)
+        assert await client.ping()  # reconnected by ensure_connection
+    finally:
+        await client.aclose()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from bot.render.limits import MAX_BLOCKS, MAX_TOTAL_CHARS, clamp_block, clip, fit_blocks
 from bot.render.message import render_outcome
@@ -74,7 +75,7 @@ def test_huge_fallback_fits() -> None:
 
 
 def test_clamp_block_returns_a_copy_that_shares_nothing_mutable() -> None:
-    block = {"type": "section", "text": {"type": "mrkdwn", "text": "s" * 5000},
+    block: dict[str, Any] = {"type": "section", "text": {"type": "mrkdwn", "text": "s" * 5000},
              "accessory": {"type": "button", "value": "v", "options": [{"k": 1}, (2, 3)]}}
     clamped = clamp_block(block)
     assert len(block["text"]["text"]) == 5000  # the input is left as it was
