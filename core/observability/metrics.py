@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
@@ -47,6 +48,9 @@ class Metrics:
         self.registry = registry or CollectorRegistry()
         self._tools = frozenset(spec.name for spec in REGISTRY.specs() if spec.args_model is not None)
         """The tool names that get series of their own (the native tools, then what the boundary configures)."""
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
+        """Each labelled child once looked up (prometheus_client's labels() validates and locks on every call; a
+        child lives as long as its metric, which this class never removes)."""
         r = self.registry
         self._runs = Counter("diagbot_runs", "Finished runs by intent, outcome and fallback type.",
                              ["intent", "outcome", "fallback_type"], registry=r)
@@ -87,6 +91,14 @@ class Metrics:
                                "received, investigated, deduplicated, over_limit (the channel's hourly storm limit), "
                                "refused (bad token, body or version; no channel).", ["source", "event"], registry=r)
 
+    def _of(self, metric: Any, *values: str) -> Any:
+        """metric.labels(*values), remembered (the label values are bounded: the map stays small)."""
+        key = (id(metric), values)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*values)
+        return child
+
     # ---- runs ----------------------------------------------------------------------------------
 
     @contextmanager
@@ -101,8 +113,8 @@ class Metrics:
     def run_finished(self, intent: str | None, outcome: str | None, fallback_type: str | None, seconds: float) -> None:
         """One finished run under its intent, outcome and fallback type (`none` when it has none)."""
         intent_label = bounded(intent)
-        self._runs.labels(intent_label, bounded(outcome), bounded(fallback_type)).inc()
-        self._run_seconds.labels(intent_label).observe(max(0.0, seconds))
+        self._of(self._runs, intent_label, bounded(outcome), bounded(fallback_type)).inc()
+        self._of(self._run_seconds, intent_label).observe(max(0.0, seconds))
 
     # ---- release pipeline ----------------------------------------------------------------------
 
@@ -110,17 +122,17 @@ class Metrics:
         """One EvidenceGuard check (`initial` or `recheck`) and each of its violations by code."""
         codes = list(violation_codes)
         check_label = bounded(check)
-        self._guard_checks.labels(check_label, "false" if codes else "true").inc()
+        self._of(self._guard_checks, check_label, "false" if codes else "true").inc()
         for code in codes:
-            self._violations.labels(bounded(code), check_label).inc()
+            self._of(self._violations, bounded(code), check_label).inc()
 
     def repair_attempted(self, result: str) -> None:
         """One evidence repair attempt: `repaired`, `no_repair` or `error`."""
-        self._repairs.labels(bounded(result)).inc()
+        self._of(self._repairs, bounded(result)).inc()
 
     def semantic_verdict(self, verdict: str) -> None:
         """One SemanticGuard verdict (SUPPORTED, UNSUPPORTED, UNAVAILABLE)."""
-        self._verdicts.labels(bounded(verdict)).inc()
+        self._of(self._verdicts, bounded(verdict)).inc()
 
     # ---- tools and models ----------------------------------------------------------------------
 
@@ -131,32 +143,32 @@ class Metrics:
     def tool_call(self, tool: str, evidence_status: str, seconds: float) -> None:
         """One tool call through the boundary; names outside the tool set count as `other`."""
         tool_label = tool if tool in self._tools else OTHER
-        self._tool_calls.labels(tool_label, bounded(evidence_status)).inc()
-        self._tool_seconds.labels(tool_label).observe(max(0.0, seconds))
+        self._of(self._tool_calls, tool_label, bounded(evidence_status)).inc()
+        self._of(self._tool_seconds, tool_label).observe(max(0.0, seconds))
 
     def model_call(self, stage: str, ok: bool, seconds: float) -> None:
         """One model call of a stage (agent, router, repair, semantic_guard, knowledge), answered or failed."""
-        self._model_seconds.labels(bounded(stage), "ok" if ok else "error").observe(max(0.0, seconds))
+        self._of(self._model_seconds, bounded(stage), "ok" if ok else "error").observe(max(0.0, seconds))
 
     # ---- Slack ---------------------------------------------------------------------------------
 
     def slack_ack(self, mode: str, seconds: float) -> None:
         """Time a Slack request (HTTP or Socket Mode envelope) took to be acknowledged."""
-        self._ack_seconds.labels(bounded(mode)).observe(max(0.0, seconds))
+        self._of(self._ack_seconds, bounded(mode)).observe(max(0.0, seconds))
 
     def slack_api_error(self, method: str | None, error: str | None) -> None:
         """A Slack Web API call that failed (Slack's error code, an HTTP status or a network error type)."""
-        self._slack_errors.labels(slack_method(method), bounded(error)).inc()
+        self._of(self._slack_errors, slack_method(method), bounded(error)).inc()
 
     def slack_api_retry(self, method: str | None, reason: str) -> None:
         """The Slack client retries a call (rate limited, server error, connection error)."""
-        self._slack_retries.labels(slack_method(method), bounded(reason)).inc()
+        self._of(self._slack_retries, slack_method(method), bounded(reason)).inc()
 
     # ---- retention -----------------------------------------------------------------------------
 
     def retention_purged(self, table: str, rows: int) -> None:
         """Rows one retention run deleted from a table."""
-        self._purged.labels(bounded(table)).inc(max(0, rows))
+        self._of(self._purged, bounded(table)).inc(max(0, rows))
 
     def retention_failed(self) -> None:
         """A retention run failed (it is retried later)."""
@@ -164,7 +176,7 @@ class Metrics:
 
     def feedback(self, vote: str) -> None:
         """One vote on a run's final message (`up` or `down`)."""
-        self._feedback.labels(bounded(vote)).inc()
+        self._of(self._feedback, bounded(vote)).inc()
 
     # ---- job queue -----------------------------------------------------------------------------
 
@@ -175,11 +187,11 @@ class Metrics:
 
     def alert(self, source: str, event: str) -> None:
         """One alert event (see the counter's help)."""
-        self._alerts.labels(bounded(source), bounded(event)).inc()
+        self._of(self._alerts, bounded(source), bounded(event)).inc()
 
     def queue_job(self, event: str) -> None:
         """One job event (see the counter's help)."""
-        self._queue_jobs.labels(event=bounded(event)).inc()
+        self._of(self._queue_jobs, bounded(event)).inc()
 
     # ---- exposition ----------------------------------------------------------------------------
 
