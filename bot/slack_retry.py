@@ -35,11 +35,12 @@ _BARE = "_diag_without_retries"  # where a client keeps its bare copy (every tur
 def without_retries(client: AsyncWebClient) -> AsyncWebClient:
     """The same client (token, base URL, connection pool) without the SDK's retry handlers.
 
-    The copy is shallow and is kept on the client: the next call returns it again while every other attribute of the
-    client is still the one it copied (a client whose token or session was replaced since gets a fresh copy)."""
+    The copy is shallow and is kept on the client: the next call returns it again while it is of the client's class
+    and every other attribute of the client is still the one it copied (a client whose token or session was replaced
+    since, or a wrapper that took over the client's attributes, gets a fresh copy)."""
     attributes = client.__dict__
     bare = attributes.get(_BARE)
-    if isinstance(bare, AsyncWebClient) and bare.retry_handlers == [] and _same(attributes, bare.__dict__):
+    if type(bare) is type(client) and bare.retry_handlers == [] and _same(attributes, bare.__dict__):
         return bare
     bare = copy.copy(client)
     bare.__dict__.pop(_BARE, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from slack_sdk.http_retry.builtin_async_handlers import AsyncConnectionErrorRetryHandler
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.outgoing import OutgoingRedaction, RedactingWebClient
 from bot.slack_retry import without_retries
 
 
@@ -43,3 +44,14 @@ def test_a_copy_changed_by_its_user_is_not_handed_out_again() -> None:
     second = without_retries(client)
     assert second is not first
     assert second.timeout == client.timeout
+
+
+def test_a_wrapper_that_took_over_the_clients_attributes_gets_a_copy_of_its_own_class() -> None:
+    client = AsyncWebClient(token="xoxb-1")
+    inner = without_retries(client)
+    wrapped = RedactingWebClient.wrap(client, OutgoingRedaction())
+    bare = without_retries(wrapped)
+    assert bare is not inner
+    assert type(bare) is type(wrapped)
+    assert bare.retry_handlers == []
+    assert without_retries(wrapped) is bare
