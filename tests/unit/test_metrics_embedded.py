@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -131,3 +132,32 @@ async def test_demo_metrics_agree_with_the_demo_database() -> None:
     ratio = await tool.run(MetricsArgs(query='http_server_requests_error_ratio{service="checkout-api"}'))
     assert ratio.items[0]["first"]["v"] == 0
     assert ratio.items[0]["max"]["v"] > 0.5
+
+
+async def test_a_kept_compiled_query_answers_each_window_as_a_fresh_one(tmp_path: Path) -> None:
+    """The compiled query is kept with the snapshot (one compile per text) and holds no evaluation's state: the same
+    query at other times, and at many times in several threads at once, answers what a fresh backend answers."""
+    _write(tmp_path, "x.om", GAUGE)
+    query = ('avg_over_time(pool_usage_ratio{service="a"}[3m:1m]) / avg_over_time(pool_usage_ratio{service="a"}'
+             '[3m:1m] offset 3m) or rate(req_total{service="a"}[3m:1m])')
+    kept = EmbeddedMetrics(tmp_path)
+
+    async def answer(backend: EmbeddedMetrics, minute: int) -> list[dict[str, object]]:
+        now = datetime.fromtimestamp(T0 + 60 * minute, UTC)
+        return (await MetricsTool(backend, lambda: now).run(MetricsArgs(query=query, instant=True))).items
+
+    expected = {minute: await answer(EmbeddedMetrics(tmp_path), minute) for minute in range(3, 12)}
+    assert any(expected.values())
+    for minute in (*range(3, 12), *range(11, 2, -1)):
+        assert await answer(kept, minute) == expected[minute]
+    index = kept._indexed()
+    [compiled] = index._compiled.values()
+
+    def at(minute: int) -> list[tuple[dict[str, str], list[float]]]:
+        from core.tools.metrics.engine import evaluate
+        return [(s.labels, list(s.values)) for s in evaluate(compiled, [float(T0 + 60 * minute)])]
+
+    serial = {minute: at(minute) for minute in range(3, 12)}
+    with ThreadPoolExecutor(4) as pool:
+        minutes = [3 + i % 9 for i in range(200)]
+        assert list(pool.map(at, minutes)) == [serial[m] for m in minutes]

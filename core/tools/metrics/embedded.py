@@ -64,7 +64,7 @@ class EmbeddedMetrics:
     def _evaluate(self, query: CheckedQuery, window: Window) -> Fetched:
         index = self._indexed()
         try:
-            root = compile_query(query.expr, index.selected)
+            root = index.compiled(query, lambda: compile_query(query.expr, index.selected))
         except Unsupported as exc:
             raise ToolFailure(
                 "METRICS_NEEDS_PROMETHEUS",

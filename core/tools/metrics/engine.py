@@ -55,11 +55,14 @@ def drop_name(labels: Labels) -> Labels:
 
 
 class Budget:
-    """Samples read so far; past MAX_SAMPLES the query fails like Prometheus' --query.max-samples."""
+    """One evaluation's state: samples read so far (past MAX_SAMPLES the query fails like Prometheus'
+    --query.max-samples) and each range-function call's value at the last time asked. A compiled query is kept with
+    its snapshot and may be evaluated in several threads at once, so what depends on the evaluation lives here."""
 
     def __init__(self, limit: int | None = None) -> None:
         self.limit = MAX_SAMPLES if limit is None else limit
         self.used = 0
+        self.last: dict[Node, tuple[float, Vector]] = {}
 
     def spend(self, samples: int) -> None:
         self.used += samples
@@ -107,7 +110,7 @@ class Select(Node):
 
     @cached_property
     def labels(self) -> tuple[Labels, ...]:
-        """Each series' label set, built once per evaluation rather than at each step."""
+        """Each series' label set, built once (not at each step; the compiled query is kept with its snapshot)."""
         return tuple(_labels(s.name, s.labels) for s in self.series)
 
     def instant(self, t: float, budget: Budget) -> Vector | float:
@@ -195,19 +198,20 @@ class RangeCall(Node):
 
     name: str
     arg: RangeNode
-    last: list[tuple[float, Vector]] = field(default_factory=list, compare=False, repr=False)
-    """The value at the last time asked: the compiler gives one node to every occurrence of the same call, so a query
-    repeating a subexpression (the first look's ranking uses each level four times) evaluates it once per time."""
 
     def instant(self, t: float, budget: Budget) -> Vector | float:
-        if self.last and self.last[0][0] == t:
-            return self.last[0][1]  # consumers only read vectors
+        # The value at the last time asked (in the evaluation's budget): the compiler gives one node to every
+        # occurrence of the same call, so a query repeating a subexpression (the first look's ranking uses each level
+        # four times) evaluates it once per time.
+        last = budget.last.get(self)
+        if last is not None and last[0] == t:
+            return last[1]  # consumers only read vectors
         out: Vector = {}
         for labels, points in self.arg.matrix(t, budget).items():
             value = range_value(self.name, points, t - self.arg.offset_s, self.arg.range_s)
             if value is not None:
                 put_unique(out, drop_name(labels), value)
-        self.last[:] = [(t, out)]
+        budget.last[self] = (t, out)
         return out
 
 
@@ -241,7 +245,8 @@ class LabelReplace(Node):
     arg: Node
     texts: tuple[str, str, str, str]
     renamed: dict[Labels, Labels] = field(default_factory=dict, compare=False, repr=False)
-    """Each input label set's result, computed once per evaluation rather than at each step."""
+    """Each input label set's result, computed once (not at each step; the compiled query is kept with its
+    snapshot, so across calls too: a pure function of the label set, a race between threads computes it twice alike)."""
 
     def _renamed(self, labels: Labels) -> Labels:
         out = self.renamed.get(labels)

@@ -38,7 +38,8 @@ class Binary(Node):
     ignoring: tuple[str, ...] = ()
     return_bool: bool = False
     signatures: dict[Labels, Labels] = field(default_factory=dict, compare=False, repr=False)
-    """Each label set's matching signature, computed once per evaluation rather than at each step."""
+    """Each label set's matching signature, computed once (not at each step; the compiled query is kept with its
+    snapshot, so across calls too: a pure function of the label set)."""
 
     def instant(self, t: float, budget: Budget) -> Vector | float:
         left, right = self.lhs.instant(t, budget), self.rhs.instant(t, budget)
