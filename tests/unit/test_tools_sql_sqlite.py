@@ -11,6 +11,7 @@ import pytest
 
 from core.errors import ToolFailure
 from core.settings import DEMO_DATA
+from core.tools.sql import sqlite as sqlite_backend
 from core.tools.sql.args import SqlArgs
 from core.tools.sql.policy import PreparedQuery
 from core.tools.sql.tool import SqlTool, classify_url
@@ -137,3 +138,55 @@ def test_urls_with_or_without_driver_pick_our_drivers() -> None:
     assert classify_url("postgresql://u@h/db")[1].drivername == "postgresql+asyncpg"
     assert classify_url("postgres://u@h/db")[0] == "postgres"
     assert classify_url("sqlite+aiosqlite:///x.db")[0] == "sqlite"
+
+
+async def test_a_kept_connection_serves_the_next_call_and_holds_no_lock(db_path: Path) -> None:
+    """A call that finished cleanly leaves its connection for the next call on the unchanged file; the statement is
+    closed first, so a writer is not blocked by the idle connection even when rows were left unread."""
+    tool = SqlTool(f"sqlite:///{db_path}", timeout_s=5, row_cap=3)
+    assert len((await tool.run(SqlArgs(sql="SELECT id FROM items"))).rows) == 3  # 27 rows left unread
+    key = sqlite_backend.file_key(classify_url(f"sqlite:///{db_path}")[1])
+    assert key is not None
+    writer = sqlite3.connect(db_path, timeout=0)
+    writer.execute("BEGIN EXCLUSIVE")  # would raise "database is locked" if the kept connection held a read lock
+    writer.rollback()
+    writer.close()
+    first = sqlite_backend._KEPT.take(key)
+    assert first is not None
+    sqlite_backend._KEPT.give(key, first)
+    await tool.run(SqlArgs(sql="SELECT id FROM items"))
+    assert sqlite_backend._KEPT.take(key) is first
+
+
+async def test_a_changed_or_replaced_file_is_read_afresh(db_path: Path, tmp_path: Path) -> None:
+    """Rows written after a call, and a file replaced by another at the same path, are what the next call sees."""
+    tool = SqlTool(f"sqlite:///{db_path}", timeout_s=5, row_cap=100)
+    assert (await tool.run(SqlArgs(sql="SELECT COUNT(*) FROM items"))).rows == [[30]]
+    conn = sqlite3.connect(db_path)
+    conn.execute("DELETE FROM items WHERE id > 10")
+    conn.commit()
+    conn.close()
+    assert (await tool.run(SqlArgs(sql="SELECT COUNT(*) FROM items"))).rows == [[10]]
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE items (id INTEGER PRIMARY KEY)")
+    conn.execute("INSERT INTO items VALUES (1)")
+    conn.commit()
+    conn.close()
+    other.replace(db_path)  # a new inode at the same path
+    assert (await tool.run(SqlArgs(sql="SELECT COUNT(*) FROM items"))).rows == [[1]]
+
+
+async def test_a_failed_call_does_not_keep_its_connection(db_path: Path) -> None:
+    """A statement stopped by the timeout or refused by SQLite closes its connection: nothing of it is kept."""
+    url = f"sqlite:///{db_path}"
+    key = sqlite_backend.file_key(classify_url(url)[1])
+    assert key is not None
+    while sqlite_backend._KEPT.take(key) is not None:
+        pass
+    tool = SqlTool(url, timeout_s=0.2, row_cap=10)
+    with pytest.raises(ToolFailure):
+        await tool.run(SqlArgs(sql="WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT COUNT(*) FROM c"))
+    with pytest.raises(ToolFailure):
+        await tool.run(SqlArgs(sql="SELECT * FROM nope"))
+    assert sqlite_backend._KEPT.take(key) is None

@@ -297,12 +297,19 @@ class Preparer:
         self._memo: dict[tuple[object, ...], PreparedQuery] = {}
         self._entries = entries
 
+    def known(self, sql: str, backend: Backend, row_cap: int, now: datetime | None = None, *,
+              schemas: frozenset[str] = frozenset(), current_db: str | None = None) -> PreparedQuery | None:
+        """The remembered preparation of these arguments, or None: a dict look-up, so a caller on the event loop
+        asks here first and prepares a new statement in a worker thread (one hop fewer for a repeat)."""
+        key = (sql, backend, row_cap, schemas, current_db)
+        return self._memo.get((*key, _ANY_TIME)) or self._memo.get((*key, now))
+
     def __call__(self, sql: str, backend: Backend, row_cap: int, now: datetime | None = None, *,
                  schemas: frozenset[str] = frozenset(), current_db: str | None = None) -> PreparedQuery:
-        key = (sql, backend, row_cap, schemas, current_db)
-        found = self._memo.get((*key, _ANY_TIME)) or self._memo.get((*key, now))
+        found = self.known(sql, backend, row_cap, now, schemas=schemas, current_db=current_db)
         if found is not None:
             return found
+        key = (sql, backend, row_cap, schemas, current_db)
         prepared, timed = _prepare(sql, backend, row_cap, now, schemas, current_db)
         if len(self._memo) >= self._entries:
             self._memo.clear()  # atomic: tool calls prepare in worker threads

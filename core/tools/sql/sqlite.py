@@ -1,13 +1,21 @@
 """query_mysql on SQLite: the file opened read-only in a worker thread, with hard limits on string/blob and SQL
 length (so no single function can build a huge value), a progress handler that stops the statement at the deadline
-or on cancellation, and rows streamed into a byte budget."""
+or on cancellation, and rows streamed into a byte budget.
+
+A connection that finished its statement cleanly is kept for the next call on the same file (opening one and reading
+the schema cost ~150 us, most of a first-look statement): kept per path and file identity (device, inode, size,
+mtime), so a replaced or changed file gets a fresh connection, as every call did before; its statement is closed
+first (no read lock is held while it waits), its progress handler cleared, and the limits and `query_only` are set
+again on every call. A failed call's connection is closed. Each kept connection serves one call at a time."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 import time
 from pathlib import Path
+from stat import S_ISREG
 from types import MappingProxyType
 from urllib.parse import quote
 
@@ -31,14 +39,77 @@ _LIMITS = MappingProxyType({
 })
 
 
-def _open(url: URL) -> sqlite3.Connection:
+KEPT_PER_FILE = 4
+"""Idle connections kept per database file (calls beyond it open their own and close them)."""
+
+_Key = tuple[str, int, int, int, int]
+
+
+class _Kept:
+    """Idle read-only connections by file (path and identity); connections of a file that changed are closed."""
+
+    def __init__(self) -> None:
+        self._idle: dict[str, tuple[_Key, list[sqlite3.Connection]]] = {}
+        self._lock = threading.Lock()
+
+    def take(self, key: _Key) -> sqlite3.Connection | None:
+        with self._lock:
+            entry = self._idle.get(key[0])
+            if entry is None:
+                return None
+            if entry[0] != key:  # the file changed (or was replaced): its old connections go
+                del self._idle[key[0]]
+                stale = entry[1]
+            else:
+                return entry[1].pop() if entry[1] else None
+        for conn in stale:
+            conn.close()
+        return None
+
+    def give(self, key: _Key, conn: sqlite3.Connection) -> None:
+        with self._lock:
+            entry = self._idle.get(key[0])
+            if entry is None or entry[0] != key:
+                stale = entry[1] if entry is not None else []
+                self._idle[key[0]] = (key, [conn])
+            elif len(entry[1]) < KEPT_PER_FILE:
+                entry[1].append(conn)
+                return
+            else:
+                stale = [conn]
+        for old in stale:
+            old.close()
+
+
+_KEPT = _Kept()
+
+
+def file_key(url: URL) -> _Key | None:
+    """The URL's database file as connections are kept by it: path, device, inode, size, mtime (None: an in-memory
+    database, never kept); BACKEND_UNAVAILABLE when there is no such file."""
     database = url.database or ""
     if database in ("", ":memory:"):
-        return sqlite3.connect(":memory:")
+        return None
     path = Path(database).expanduser().resolve()
-    if not path.is_file():
+    try:
+        stat = os.stat(path)
+    except (OSError, ValueError):
+        stat = None
+    if stat is None or not S_ISREG(stat.st_mode):
         raise ToolFailure("BACKEND_UNAVAILABLE", f"The SQLite database '{path.name}' does not exist on the server.")
-    return sqlite3.connect(f"file:{quote(str(path))}?mode=ro", uri=True)
+    return str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+
+
+def _open(url: URL) -> tuple[sqlite3.Connection, _Key | None]:
+    """A read-only connection to the URL's file (a kept one when the file is unchanged) and the key to keep it
+    under afterwards."""
+    key = file_key(url)
+    if key is None:
+        return sqlite3.connect(":memory:"), None
+    kept = _KEPT.take(key)
+    if kept is not None:
+        return kept, key
+    return sqlite3.connect(f"file:{quote(key[0])}?mode=ro", uri=True, check_same_thread=False), key
 
 
 def _classify(exc: sqlite3.Error, stopped: str | None) -> ToolFailure:
@@ -58,8 +129,9 @@ def _classify(exc: sqlite3.Error, stopped: str | None) -> ToolFailure:
 def run_sqlite(url: URL, prepared: PreparedQuery, timeout_s: float, budget: ResultBudget,
                cancelled: threading.Event) -> list[str]:
     """Run one prepared statement; fills `budget` with rows and returns the column names. Blocking: call in a thread."""
-    conn = _open(url)
+    conn, key = _open(url)
     stopped: list[str] = []
+    clean = False
 
     def progress() -> int:
         if cancelled.is_set():
@@ -85,8 +157,14 @@ def run_sqlite(url: URL, prepared: PreparedQuery, timeout_s: float, budget: Resu
             row = cursor.fetchone()
             if row is None or not budget.add(row):
                 break
+        cursor.close()  # the statement is reset: a kept connection holds no read lock while idle
+        clean = not stopped
         return columns
     except sqlite3.Error as exc:
         raise _classify(exc, stopped[0] if stopped else None) from exc
     finally:
-        conn.close()
+        if clean and key is not None and not conn.in_transaction:
+            conn.set_progress_handler(None, 0)
+            _KEPT.give(key, conn)
+        else:
+            conn.close()

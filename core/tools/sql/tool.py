@@ -92,8 +92,10 @@ class SqlTool:
         now = self._clock() if self._clock is not None else None
         current_db = url.database if backend == "mysql" else None
         # Parsing, checking and rendering is pure-Python CPU work (and builds sqlglot's dialect tables on first use):
-        # in a worker thread, so the event loop keeps acknowledging Slack meanwhile.
-        prepared = await asyncio.to_thread(
+        # in a worker thread, so the event loop keeps acknowledging Slack meanwhile; a statement prepared before is
+        # remembered (a dict look-up here, no thread hop).
+        prepared = self._prepare.known(args.sql, backend, self._row_cap, now, schemas=self._schemas,
+                                       current_db=current_db) or await asyncio.to_thread(
             self._prepare, args.sql, backend, self._row_cap, now, schemas=self._schemas, current_db=current_db)
         budget = self._budget()
         if backend == "sqlite":
