@@ -95,8 +95,10 @@ class SqlTool:
         # in a worker thread, so the event loop keeps acknowledging Slack meanwhile; a statement prepared before is
         # remembered (a dict look-up here, no thread hop).
         prepared = self._prepare.known(args.sql, backend, self._row_cap, now, schemas=self._schemas,
-                                       current_db=current_db) or await asyncio.to_thread(
-            self._prepare, args.sql, backend, self._row_cap, now, schemas=self._schemas, current_db=current_db)
+                                       current_db=current_db)
+        if prepared is None:
+            prepared = await asyncio.to_thread(
+                self._prepare, args.sql, backend, self._row_cap, now, schemas=self._schemas, current_db=current_db)
         budget = self._budget()
         if backend == "sqlite":
             columns = await self._run_thread(url, prepared, budget)
