@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from core.tools.metrics.args import Window
 from core.tools.metrics.promql import CheckedQuery
@@ -33,3 +33,11 @@ class MetricsBackend(Protocol):
     async def fetch(self, query: CheckedQuery, window: Window) -> Fetched: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class BlockingFetch(Protocol):
+    """A backend whose fetch is blocking work of this process (the embedded folder): the tool runs it and the raw
+    result's making in one worker thread."""
+
+    def fetch_blocking(self, query: CheckedQuery, window: Window) -> Fetched: ...

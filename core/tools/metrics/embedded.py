@@ -47,9 +47,13 @@ class EmbeddedMetrics:
         return index
 
     async def fetch(self, query: CheckedQuery, window: Window) -> Fetched:
+        return await asyncio.to_thread(self.fetch_blocking, query, window)
+
+    def fetch_blocking(self, query: CheckedQuery, window: Window) -> Fetched:
+        """fetch's work, blocking (MetricsTool runs it in a worker thread with the raw result's making)."""
         if query.plain is None:
-            return await asyncio.to_thread(self._evaluate, query, window)
-        return await asyncio.to_thread(self._fetch, query.plain, window)
+            return self._evaluate(query, window)
+        return self._fetch(query.plain, window)
 
     def _fetch(self, selector: Selector, window: Window) -> Fetched:
         index = self._indexed()

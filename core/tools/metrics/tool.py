@@ -9,7 +9,7 @@ from datetime import datetime
 from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
 from core.tools.metrics.args import MetricsArgs, WindowRefused, resolve_window
-from core.tools.metrics.backend import MetricsBackend
+from core.tools.metrics.backend import BlockingFetch, MetricsBackend
 from core.tools.metrics.promql import QueryRefused, check_query, known_check
 from core.tools.metrics.result import MAX_SERIES_SHOWN, raw_result
 
@@ -26,6 +26,7 @@ class MetricsTool:
         self.backend = backend
         self._clock = clock
         self._max_series = max(1, max_series)
+        self._blocking = backend if isinstance(backend, BlockingFetch) else None
 
     async def run(self, args: MetricsArgs) -> RawResult:
         """Check the window and the query, evaluate it, keep the top series by peak."""
@@ -38,6 +39,10 @@ class MetricsTool:
             query = known if known is not None else await asyncio.to_thread(check_query, args.query)
         except QueryRefused as exc:
             raise ToolFailure(exc.code, exc.message) from exc
+        blocking = self._blocking
+        if blocking is not None:  # the embedded folder: evaluated and made into the raw result in one thread hop
+            return await asyncio.to_thread(
+                lambda: raw_result(blocking.fetch_blocking(query, window), query, window, self._max_series))
         fetched = await self.backend.fetch(query, window)
         return await asyncio.to_thread(raw_result, fetched, query, window, self._max_series)
 
