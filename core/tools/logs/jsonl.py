@@ -30,15 +30,17 @@ from core.tools.logs.backend import QueryLogsTool, checked_window, effective_arg
 from core.tools.logs.index import DEFAULT_INDEX_MAX_BYTES, DEFAULT_INDEX_MAX_FILE_BYTES, FileSignature, IndexCache
 from core.tools.logs.query import LineMatcher
 from core.tools.logs.scan import DEFAULT_CHUNK_BYTES, Scan, iso_utc, scan_file
-from core.tools.walk import entries_under
+from core.tools.walk import KeptListing, entries_under
 
 
-def iter_log_files(root: Path) -> Iterator[Path]:
-    """Every *.jsonl file under root (recursively, sorted); root itself when it is a file."""
+def iter_log_files(root: Path, listing: KeptListing | None = None) -> Iterator[Path]:
+    """Every *.jsonl file under root (recursively, sorted); root itself when it is a file. `listing` (root's, with
+    the suffix) keeps the folder listing while no folder changes."""
     if root.is_file():
         yield root
         return
-    yield from sorted(p for p in entries_under(root, ".jsonl") if p.is_file())
+    entries = listing.entries() if listing is not None else entries_under(root, ".jsonl")
+    yield from sorted(p for p in entries if p.is_file())
 
 
 class LogsTool(QueryLogsTool):
@@ -58,6 +60,7 @@ class LogsTool(QueryLogsTool):
         self._clock = clock
         self._chunk_bytes = max(1, chunk_bytes)
         self._index = IndexCache(max(0, index_max_file_bytes), max(0, index_max_bytes))
+        self._listing = KeptListing(self._path, ".jsonl")
 
     async def run(self, args: LogsArgs) -> RawResult:
         """Search the log files for lines matching the arguments."""
@@ -73,7 +76,7 @@ class LogsTool(QueryLogsTool):
         unreadable = 0
         scanned_bytes = 0
         listed: set[Path] = set()
-        for path in iter_log_files(self._path):
+        for path in iter_log_files(self._path, self._listing):
             listed.add(path)
             try:
                 scanned_bytes += self._scan_one(path, scan)

@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_pro
 
 from core.errors import ToolFailure
 from core.tools.metrics.series import Series
-from core.tools.walk import entries_under
+from core.tools.walk import KeptListing, entries_under
 
 SUFFIXES = (".om", ".prom")
 MAX_FOLDER_BYTES = 128 * 1024 * 1024
@@ -63,12 +63,14 @@ class Snapshot:
     unreadable: list[str]
 
 
-def iter_metric_files(root: Path) -> Iterator[Path]:
-    """Every *.om / *.prom file under root (recursively, sorted); root itself when it is a file."""
+def iter_metric_files(root: Path, listing: KeptListing | None = None) -> Iterator[Path]:
+    """Every *.om / *.prom file under root (recursively, sorted); root itself when it is a file. `listing` (root's)
+    keeps the folder listing while no folder changes."""
     if root.is_file():
         yield root
         return
-    yield from sorted(p for p in entries_under(root) if p.suffix in SUFFIXES and p.is_file())
+    entries = listing.entries() if listing is not None else entries_under(root)
+    yield from sorted(p for p in entries if p.suffix in SUFFIXES and p.is_file())
 
 
 def _families(path: Path, text: str) -> Iterable[Metric]:
@@ -120,6 +122,7 @@ class MetricsFolder:
         self._files: dict[Path, tuple[tuple[int, int], Loaded | None]] = {}
         self._snapshot: tuple[tuple[tuple[Path, int, int], ...], Snapshot] | None = None
         self._lock = threading.Lock()
+        self._folder = KeptListing(self.root)
 
     def snapshot(self) -> Snapshot:
         """The folder's series now (a cached snapshot while no file changed)."""
@@ -136,7 +139,7 @@ class MetricsFolder:
     def _listing(self) -> tuple[tuple[Path, int, int], ...]:
         out = []
         total = 0
-        for path in iter_metric_files(self.root):
+        for path in iter_metric_files(self.root, self._folder):
             stat = path.stat()
             total += stat.st_size
             if total > self._max_bytes:
