@@ -7,10 +7,11 @@ import json
 import math
 import uuid
 
+import orjson
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.evidence.json_size import compact_json_size
+from core.evidence.json_size import _SAME_HIGH, _SAME_LOW, compact_json_size
 
 
 def _json_size(value: object) -> int:
@@ -55,3 +56,16 @@ def test_what_json_refuses_or_writes_otherwise_is_left_to_json() -> None:
     nested: list[object] = []
     nested.append(nested)
     assert compact_json_size(nested) is None
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(st.floats(min_value=1e-4, max_value=1e16, exclude_max=True),
+                 st.floats(min_value=-1e16, max_value=-1e-4, exclude_min=True),
+                 st.sampled_from([0.0, -0.0, 1e-4, -1e-4, 9.999999999999998e15, 0.00010000000000000002,
+                                  9.999999999999999e-05, 1e16, 123456789012345.67, 0.1 + 0.2])))
+def test_floats_written_alike_are_those_the_size_skips(value: float) -> None:
+    """The magnitudes compact_json_size takes as written alike (zero, 1e-4 <= |v| < 1e16) are: json and orjson
+    write the same bytes there; outside them (9.999999999999999e-05, 1e16) the difference is still added."""
+    if value == 0.0 or _SAME_LOW <= abs(value) < _SAME_HIGH:
+        assert json.dumps(value).encode() == orjson.dumps(value)
+    assert compact_json_size([value, {"v": value}]) == _json_size([value, {"v": value}])
