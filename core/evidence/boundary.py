@@ -92,6 +92,8 @@ class ToolBoundary:
         if projection_max_bytes < MIN_PROJECTION_BYTES:
             raise ValueError(f"projection_max_bytes must be at least {MIN_PROJECTION_BYTES}")
         self._redactor = redactor or Redactor()
+        self._safe_texts: dict[str, str] = {}
+        """Texts cleaned for the agent by this boundary's redactor (project_sized's bounded memo across calls)."""
         self._tools: dict[str, Tool[Any]] = {str(name): as_tool(tool) for name, tool in tools.items()}
         self._canonical = canonical
         self._claims_pending = canonical if isinstance(canonical, PendingClaims) else None
@@ -383,7 +385,8 @@ class ToolBoundary:
             }
             return unknown, projection_size(unknown)
         bounds = ProjectionBounds(max_bytes=max(call.max_bytes, MIN_PROJECTION_BYTES))
-        return project_sized(call.call_id, call.spec, raw, error, bounds, redactor=self._redactor, name=call.name)
+        return project_sized(call.call_id, call.spec, raw, error, bounds, redactor=self._redactor, name=call.name,
+                             safe_texts=self._safe_texts)
 
     async def _audit_call(
         self, call: _Call, projection: dict[str, Any], size: int, raw: RawResult | None, code: str | None, duration_ms: float

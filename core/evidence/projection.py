@@ -26,6 +26,8 @@ from core.tools.registry import current_registry
 MIN_PROJECTION_BYTES = 2048
 """Smallest total bound that always leaves room for the envelope and one shortened item."""
 
+SAFE_TEXT_MEMO_ENTRIES = 4096
+SAFE_TEXT_MEMO_CHARS = 1024
 _MAX_COLUMNS = 50
 _MAX_ERROR_CHARS = 400
 _SHRINK_LEVELS = 10
@@ -41,13 +43,19 @@ class _Cut:
     redactor: Callable[[str], str] = redact
     happened: bool = False
     memo: dict[str, str] = field(default_factory=dict)
-    """text -> safe_text(text) within one projection: field values, services, levels and messages repeat across
-    items, and safe_text is a pure function of the text, so each distinct text is scanned once."""
+    """text -> safe_text(text) within one projection, or across a boundary's projections (SafeTexts): field values,
+    services, levels and messages repeat across items and calls, and safe_text is a pure function of the text (for
+    one redactor), so each distinct text is scanned once (texts up to SAFE_TEXT_MEMO_CHARS; a bounded number)."""
 
     def redact(self, text: str) -> str:
-        out = self.memo.get(text)
+        memo = self.memo
+        out = memo.get(text)
         if out is None:
-            out = self.memo[text] = safe_text(text, self.redactor)
+            out = safe_text(text, self.redactor)
+            if len(text) <= SAFE_TEXT_MEMO_CHARS:
+                if len(memo) >= SAFE_TEXT_MEMO_ENTRIES:
+                    memo.clear()  # atomic: projection threads share a boundary's memo
+                memo[text] = out
         return out
 
     def text(self, value: Any, limit: int) -> str:
@@ -134,10 +142,13 @@ class ProjectionBounds:
 def project_sized(
     tool_call_id: str, tool_name: ToolSpec | str, raw: RawResult | None, error: ToolError | None,
     bounds: ProjectionBounds = ProjectionBounds(), redactor: Redactor | None = None, *, name: str | None = None,
+    safe_texts: dict[str, str] | None = None,
 ) -> tuple[dict[str, Any], int]:
     """project() and the projection_size() of its result (measured once, as the bound check already does).
 
-    `redactor` (one per boundary) remembers the texts it redacted across calls; without one, nothing is remembered."""
+    `redactor` (one per boundary) remembers the texts it redacted across calls; `safe_texts` (one per boundary, with
+    its redactor) the texts cleaned for the agent (redacted, instruction-like spans marked); without them, nothing is
+    remembered beyond the projection."""
     max_bytes, max_items, max_item_chars = bounds.max_bytes, bounds.max_items, bounds.max_item_chars
     if max_bytes < MIN_PROJECTION_BYTES:
         raise ValueError(f"max_bytes must be at least {MIN_PROJECTION_BYTES}, got {max_bytes}")
@@ -155,7 +166,7 @@ def project_sized(
         "count": max(raw.total_count, raw_len),
     }
     item_chars, columns, limit = max_item_chars, _MAX_COLUMNS, max(1, max_items)
-    memo: dict[str, str] = {}
+    memo: dict[str, str] = safe_texts if safe_texts is not None and redactor is not None else {}
     for _ in range(_SHRINK_LEVELS):
         # The backend cut items or dropped some for size: the projection says so.
         cut = _Cut(item_chars, columns, redactor=redactor or redact, memo=memo,
