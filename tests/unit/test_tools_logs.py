@@ -179,6 +179,9 @@ QUERIES: list[dict[str, Any]] = [
     {"service": "order-service", "query": "tie", "limit": 3},
     {"service": "order-service", "query": "connection", "start": "2026-11-29T21:00:00Z", "end": "2026-11-29T23:05:00Z"},
     {"service": "payment-service", "query": "nothing-here"},
+    {"service": "order-service", "query": "*"},  # every line (the first look's calls): no term to test
+    {"service": "order-service", "query": "*", "level": "ERROR", "limit": 2},
+    {"service": "café-svc", "query": "*", "level": "WARN"},
 ]
 
 

@@ -121,7 +121,9 @@ class FileIndex:
         hi = bisect.bisect_right(lines.stamps, matcher.end)
         scan.candidates += hi - lo
         rows, terms = lines.rows, matcher.terms
-        if len(terms) == 1:
+        if not terms:  # every line (the first look's ERROR and WARN calls): no test per line
+            hits = list(range(lo, hi))
+        elif len(terms) == 1:
             term = terms[0]
             hits = [i for i in range(lo, hi) if term in rows[i][0]]
         else:
