@@ -9,9 +9,12 @@ rglob raises them. Callers sort, as they did.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
+from collections.abc import Iterable
 from pathlib import Path
+from stat import S_ISREG
 
 
 def entries_under(root: Path, suffix: str = "") -> list[Path]:
@@ -87,3 +90,27 @@ class KeptListing:
         else:
             self._kept = None
         return out
+
+
+_NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+"""The stat errors Path.is_file answers False for (others it raises)."""
+
+
+def regular_files(paths: Iterable[Path]) -> list[tuple[Path, os.stat_result]]:
+    """The paths that are regular files (symlinks followed), sorted, each with its stat: what
+    `sorted(p for p in paths if p.is_file())` keeps, with the one stat each is_file makes kept for the caller (the
+    log index's signature, the metrics folder's listing) instead of a second one."""
+    out: list[tuple[Path, os.stat_result]] = []
+    for path in paths:
+        try:
+            stat = os.stat(path)
+        except OSError as exc:
+            if exc.errno in _NOT_THERE:
+                continue
+            raise
+        except ValueError:
+            continue
+        if S_ISREG(stat.st_mode):
+            out.append((path, stat))
+    out.sort(key=lambda pair: pair[0])
+    return out

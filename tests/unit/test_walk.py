@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from core.tools.walk import KeptListing, entries_under
+from core.tools.walk import KeptListing, entries_under, regular_files
 
 
 def _tree(root: Path) -> None:
@@ -119,3 +119,16 @@ def test_a_listing_of_folders_changed_just_now_is_not_kept(tmp_path: Path) -> No
     listing.entries()
     assert listing._kept is not None
     assert KeptListing(tmp_path / "missing").entries() == []
+
+
+def test_regular_files_keep_what_is_file_keeps_with_its_stat(tmp_path: Path) -> None:
+    """regular_files keeps (sorted) what `p.is_file()` keeps among the tree's entries (symlinks to files followed,
+    dangling links, folders and looping links left out), each with that file's stat."""
+    root = tmp_path / "logs"
+    root.mkdir()
+    _tree(root)
+    entries = entries_under(root)
+    kept = regular_files(entries)
+    assert [p for p, _ in kept] == sorted(p for p in entries if p.is_file())
+    assert all(stat == os.stat(p) for p, stat in kept)
+    assert regular_files([root / "missing", root / "sub", root / "a.jsonl" / "x"]) == []

@@ -11,6 +11,7 @@ so a huge folder is an ERROR, not an out-of-memory.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_pro
 
 from core.errors import ToolFailure
 from core.tools.metrics.series import Series
-from core.tools.walk import KeptListing, entries_under
+from core.tools.walk import KeptListing, entries_under, regular_files
 
 SUFFIXES = (".om", ".prom")
 MAX_FOLDER_BYTES = 128 * 1024 * 1024
@@ -66,11 +67,17 @@ class Snapshot:
 def iter_metric_files(root: Path, listing: KeptListing | None = None) -> Iterator[Path]:
     """Every *.om / *.prom file under root (recursively, sorted); root itself when it is a file. `listing` (root's)
     keeps the folder listing while no folder changes."""
-    if root.is_file():
-        yield root
-        return
+    for path, _ in metric_files(root, listing):
+        yield path
+
+
+def metric_files(root: Path, listing: KeptListing | None = None) -> list[tuple[Path, os.stat_result]]:
+    """iter_metric_files with each file's stat (the one its is_file test makes)."""
+    found = regular_files([root])
+    if found:
+        return found
     entries = listing.entries() if listing is not None else entries_under(root)
-    yield from sorted(p for p in entries if p.suffix in SUFFIXES and p.is_file())
+    return regular_files(p for p in entries if p.suffix in SUFFIXES)
 
 
 def _families(path: Path, text: str) -> Iterable[Metric]:
@@ -139,8 +146,7 @@ class MetricsFolder:
     def _listing(self) -> tuple[tuple[Path, int, int], ...]:
         out = []
         total = 0
-        for path in iter_metric_files(self.root, self._folder):
-            stat = path.stat()
+        for path, stat in metric_files(self.root, self._folder):
             total += stat.st_size
             if total > self._max_bytes:
                 raise ToolFailure("METRICS_PATH_TOO_LARGE",
