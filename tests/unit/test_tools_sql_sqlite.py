@@ -151,11 +151,11 @@ async def test_a_kept_connection_serves_the_next_call_and_holds_no_lock(db_path:
     writer.execute("BEGIN EXCLUSIVE")  # would raise "database is locked" if the kept connection held a read lock
     writer.rollback()
     writer.close()
-    first = sqlite_backend._KEPT.take(key)
+    first = tool._connections.take(key)
     assert first is not None
-    sqlite_backend._KEPT.give(key, first)
+    tool._connections.give(key, first)
     await tool.run(SqlArgs(sql="SELECT id FROM items"))
-    assert sqlite_backend._KEPT.take(key) is first
+    assert tool._connections.take(key) is first
 
 
 async def test_a_changed_or_replaced_file_is_read_afresh(db_path: Path, tmp_path: Path) -> None:
@@ -182,11 +182,23 @@ async def test_a_failed_call_does_not_keep_its_connection(db_path: Path) -> None
     url = f"sqlite:///{db_path}"
     key = sqlite_backend.file_key(classify_url(url)[1])
     assert key is not None
-    while sqlite_backend._KEPT.take(key) is not None:
-        pass
     tool = SqlTool(url, timeout_s=0.2, row_cap=10)
     with pytest.raises(ToolFailure):
         await tool.run(SqlArgs(sql="WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT COUNT(*) FROM c"))
     with pytest.raises(ToolFailure):
         await tool.run(SqlArgs(sql="SELECT * FROM nope"))
-    assert sqlite_backend._KEPT.take(key) is None
+    assert tool._connections.take(key) is None
+
+
+async def test_closing_the_tool_closes_its_kept_connections(db_path: Path) -> None:
+    tool = SqlTool(f"sqlite:///{db_path}", timeout_s=5, row_cap=3)
+    await tool.run(SqlArgs(sql="SELECT id FROM items"))
+    key = sqlite_backend.file_key(classify_url(f"sqlite:///{db_path}")[1])
+    assert key is not None
+    kept = tool._connections.take(key)
+    assert kept is not None
+    tool._connections.give(key, kept)
+    await tool.aclose()
+    assert tool._connections.take(key) is None
+    with pytest.raises(sqlite3.ProgrammingError):
+        kept.execute("SELECT 1")

@@ -27,22 +27,34 @@ def number(value: float) -> float | None:
     return int(rounded) if rounded.is_integer() and abs(rounded) < 2**53 else rounded
 
 
-def point(p: Point) -> dict[str, Any]:
-    return {"t": iso(p.t), "v": number(p.v)}
+class IsoTimes(dict[float, str]):
+    """iso() of the times of one result, each written once: its series share their times (an instant query's every
+    point and summary is at one time)."""
+
+    def __missing__(self, t: float) -> str:
+        text = self[t] = iso(t)
+        return text
 
 
-def series_item(series: Series, unit: SeriesUnit, points: int = RAW_POINTS) -> dict[str, Any]:
-    """One series as a raw item (its summary from every point, its points downsampled)."""
+def point(p: Point, times: IsoTimes | None = None) -> dict[str, Any]:
+    return {"t": iso(p.t) if times is None else times[p.t], "v": number(p.v)}
+
+
+def series_item(series: Series, unit: SeriesUnit, points: int = RAW_POINTS, times: IsoTimes | None = None
+                ) -> dict[str, Any]:
+    """One series as a raw item (its summary from every point, its points downsampled); `times` remembers the
+    times written for the result's other series."""
+    times = IsoTimes() if times is None else times
     summary = summarize(series)
     item: dict[str, Any] = {"metric": series.name, "labels": dict(sorted(series.labels.items())),
                             "unit": unit.unit, "kind": unit.kind, "points_total": len(series)}
     if summary is not None:
-        item |= {"first": point(summary.first), "last": point(summary.last), "min": point(summary.low),
-                 "max": point(summary.high), "mean": number(summary.mean)}
+        item |= {"first": point(summary.first, times), "last": point(summary.last, times),
+                 "min": point(summary.low, times), "max": point(summary.high, times), "mean": number(summary.mean)}
         keep: tuple[float, ...] = (summary.low.t, summary.high.t)
     else:
         keep = ()
-    item["points"] = [[iso(p.t), number(p.v)] for p in downsample(series, points, keep)]
+    item["points"] = [[times[p.t], number(p.v)] for p in downsample(series, points, keep)]
     return item
 
 
@@ -56,7 +68,8 @@ def raw_result(fetched: Fetched, query: CheckedQuery, window: Window, max_series
     """The raw result of one call: the top `max_series` series by peak, highest first."""
     units = {id(s): u for s, u in zip(fetched.series, fetched.units, strict=True)}
     shown = top_by_peak(fetched.series, max_series)
-    items = [series_item(s, units[id(s)]) for s in shown]
+    times = IsoTimes()
+    items = [series_item(s, units[id(s)], times=times) for s in shown]
     total = len(fetched.series)
     notes: dict[str, Any] = dict(fetched.notes)
     notes |= {"series_total": total, "series_listed": len(items), "order": "highest peak first"}

@@ -12,7 +12,6 @@ from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from heapq import nlargest
 
 
@@ -123,10 +122,8 @@ def downsample(series: Series, buckets: int, keep: Sequence[float] = ()) -> list
     return [Point(times[i], values[i]) for i in sorted(chosen)]
 
 
-@lru_cache(maxsize=4096)
 def iso(t: float) -> str:
-    """A point time as ISO-8601 UTC with a Z (milliseconds only when it has them). Remembered: a result's series
-    share their times (an instant query's every point and summary is at one time)."""
+    """A point time as ISO-8601 UTC with a Z (milliseconds only when it has them)."""
     moment = datetime.fromtimestamp(t, UTC)
     spec = "milliseconds" if moment.microsecond else "seconds"
     return moment.isoformat(timespec=spec).replace("+00:00", "Z")

@@ -45,8 +45,9 @@ KEPT_PER_FILE = 4
 _Key = tuple[str, int, int, int, int]
 
 
-class _Kept:
-    """Idle read-only connections by file (path and identity); connections of a file that changed are closed."""
+class KeptConnections:
+    """Idle read-only connections by file (path and identity); connections of a file that changed are closed. One
+    per SqlTool (closed with it)."""
 
     def __init__(self) -> None:
         self._idle: dict[str, tuple[_Key, list[sqlite3.Connection]]] = {}
@@ -80,8 +81,13 @@ class _Kept:
         for old in stale:
             old.close()
 
-
-_KEPT = _Kept()
+    def close(self) -> None:
+        """Close every idle connection."""
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for _, conns in idle.values():
+            for conn in conns:
+                conn.close()
 
 
 def file_key(url: URL) -> _Key | None:
@@ -100,15 +106,15 @@ def file_key(url: URL) -> _Key | None:
     return str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
-def _open(url: URL) -> tuple[sqlite3.Connection, _Key | None]:
+def _open(url: URL, kept: KeptConnections | None) -> tuple[sqlite3.Connection, _Key | None]:
     """A read-only connection to the URL's file (a kept one when the file is unchanged) and the key to keep it
     under afterwards."""
     key = file_key(url)
     if key is None:
         return sqlite3.connect(":memory:"), None
-    kept = _KEPT.take(key)
-    if kept is not None:
-        return kept, key
+    idle = kept.take(key) if kept is not None else None
+    if idle is not None:
+        return idle, key
     return sqlite3.connect(f"file:{quote(key[0])}?mode=ro", uri=True, check_same_thread=False), key
 
 
@@ -127,9 +133,10 @@ def _classify(exc: sqlite3.Error, stopped: str | None) -> ToolFailure:
 
 
 def run_sqlite(url: URL, prepared: PreparedQuery, timeout_s: float, budget: ResultBudget,
-               cancelled: threading.Event) -> list[str]:
-    """Run one prepared statement; fills `budget` with rows and returns the column names. Blocking: call in a thread."""
-    conn, key = _open(url)
+               cancelled: threading.Event, kept: KeptConnections | None = None) -> list[str]:
+    """Run one prepared statement; fills `budget` with rows and returns the column names. Blocking: call in a thread.
+    `kept`: idle connections to take one from and to leave this one in after a clean finish (else it is closed)."""
+    conn, key = _open(url, kept)
     stopped: list[str] = []
     clean = False
 
@@ -163,8 +170,8 @@ def run_sqlite(url: URL, prepared: PreparedQuery, timeout_s: float, budget: Resu
     except sqlite3.Error as exc:
         raise _classify(exc, stopped[0] if stopped else None) from exc
     finally:
-        if clean and key is not None and not conn.in_transaction:
+        if clean and kept is not None and key is not None and not conn.in_transaction:
             conn.set_progress_handler(None, 0)
-            _KEPT.give(key, conn)
+            kept.give(key, conn)
         else:
             conn.close()

@@ -26,7 +26,7 @@ from core.tools.sql.catalogs import parse_schema_setting
 from core.tools.sql.policy import Backend, PreparedQuery, Preparer
 from core.tools.sql.privileges import mysql_problems, postgres_problems, refusal
 from core.tools.sql.server import classify_url
-from core.tools.sql.sqlite import run_sqlite
+from core.tools.sql.sqlite import KeptConnections, run_sqlite
 
 __all__ = ("SqlTool", "classify_url")
 logger = logging.getLogger(__name__)
@@ -83,6 +83,8 @@ class SqlTool:
         self._kills: set[asyncio.Task[None]] = set()
         self._prepare = Preparer()
         self._classified: tuple[Backend, URL] | None = None
+        self._connections = KeptConnections()
+        """SQLite: connections that finished cleanly, for the next calls on the unchanged file."""
         _preload_driver(url)
 
     def _classify(self) -> tuple[Backend, URL]:
@@ -127,7 +129,7 @@ class SqlTool:
         cancelled = threading.Event()
 
         def work() -> RawResult:
-            columns = run_sqlite(url, prepared, self._timeout_s, budget, cancelled)
+            columns = run_sqlite(url, prepared, self._timeout_s, budget, cancelled, self._connections)
             return self._result("sqlite", prepared, columns, budget, sql)
 
         try:
@@ -138,7 +140,7 @@ class SqlTool:
     def _run_sqlite(self, url: URL, prepared: PreparedQuery) -> tuple[list[str], list[list[Any]]]:
         """Blocking SQLite execution (tests call it directly to bypass the policy)."""
         budget = self._budget()
-        return run_sqlite(url, prepared, self._timeout_s, budget, threading.Event()), budget.rows
+        return run_sqlite(url, prepared, self._timeout_s, budget, threading.Event(), self._connections), budget.rows
 
     # ---- MySQL/MariaDB and PostgreSQL: a fresh read-only session per call, closed (never drained) afterwards ----
 
@@ -201,4 +203,6 @@ class SqlTool:
         self._privileges_ok = True
 
     async def aclose(self) -> None:
-        """Nothing is pooled: every call opens and closes its own session."""
+        """Close the SQLite connections kept idle (server sessions are not pooled: each call opens and closes its
+        own)."""
+        self._connections.close()
