@@ -33,7 +33,6 @@ from core.evidence.redaction import Redactor
 from core.observability.metrics import Metrics
 from core.ports import AuditStore, CanonicalStore, PendingClaims
 from core.run import DeadlinePassed, RunCancelled, RunContext, bounded
-from core.tools.blocking import finishing
 from core.tools.contract import InvalidArguments, Tool, ToolSpec
 from core.tools.native import as_tool
 from core.tools.registry import current_registry
@@ -66,8 +65,6 @@ class _Call:
     raw_bytes: int = 0
     projected: tuple[dict[str, Any], int] | None = None
     """The result's projection and its size, made in the same worker thread as its capping (one hop, not two)."""
-    made_in_thread: tuple[RawResult, RawResult | ToolError, int, tuple[dict[str, Any], int] | None] | None = None
-    """(the tool's result, _capped_projected of it), when the tool's own worker thread made it (core/tools/blocking.py)."""
 
     async def report(self, stage: ProgressStage, projection: dict[str, Any] | None = None, code: str | None = None) -> None:
         """Report this call's progress (what was queried; at the end its status and count)."""
@@ -249,8 +246,7 @@ class ToolBoundary:
         current = asyncio.current_task()
         cancelling = current.cancelling() if current is not None else 0
         try:
-            with finishing(lambda raw: self._made_in_thread(call, raw)):
-                result = await bounded(tool.run(args), call.ctx.cancelled, timeout)
+            result = await bounded(tool.run(args), call.ctx.cancelled, timeout)
         except RunCancelled:
             return ToolError(code="CANCELLED", message="The run was cancelled while the tool was running.")
         except DeadlinePassed:
@@ -265,16 +261,8 @@ class ToolBoundary:
             return ToolError(code="TIMEOUT", message=f"{name} did not answer within {timeout:.1f} s.")
         if failure is None:
             if isinstance(result, RawResult):
-                # Serialising, capping and projecting a big result is CPU work: off the event loop, so acks stay fast
-                # (in the tool's own worker thread when it ran its work through run_blocking, else in one of ours).
-                made = call.made_in_thread
-                if made is not None and made[0] is result:
-                    outcome, raw_bytes, projected = made[1:]
-                else:
-                    outcome, raw_bytes, projected = await asyncio.to_thread(self._capped_projected, call, result)
-                if not isinstance(outcome, ToolError):
-                    call.raw_bytes, call.projected = raw_bytes, projected
-                return outcome
+                # Serialising, capping and projecting a big result is CPU work: off the event loop, so acks stay fast.
+                return await asyncio.to_thread(self._measured_projected, call, result)
             logger.warning("tool %s returned %s instead of RawResult", name, type(result).__name__)
         elif isinstance(failure, ToolFailure):
             return ToolError(code=failure.code, message=failure.message)
@@ -283,19 +271,14 @@ class ToolBoundary:
             logger.debug("tool %s failure detail", name, exc_info=failure)
         return ToolError(code="BACKEND_ERROR", message=f"The {name} backend failed unexpectedly; this call is not evidence.")
 
-    def _capped_projected(self, call: _Call, raw: RawResult
-                          ) -> tuple[RawResult | ToolError, int, tuple[dict[str, Any], int] | None]:
-        """capped_for_record, then the capped result's projection for _finish: (the capped result or the error, its
-        size, the projection and its size). In a worker thread; it changes nothing of the call."""
+    def _measured_projected(self, call: _Call, raw: RawResult) -> RawResult | ToolError:
+        """capped_for_record, then the capped result's projection for _finish (in the caller's worker thread)."""
         capped = capped_for_record(call.name, raw, self._raw_max_bytes)
         if isinstance(capped, ToolError):
-            return capped, 0, None
-        kept, size = capped
-        return kept, size, self._project(call, kept, None)
-
-    def _made_in_thread(self, call: _Call, raw: RawResult) -> None:
-        """The step offered to the tool's worker thread: _capped_projected of its result, kept with the result."""
-        call.made_in_thread = (raw, *self._capped_projected(call, raw))
+            return capped
+        raw, call.raw_bytes = capped
+        call.projected = self._project(call, raw, None)
+        return raw
 
     # ---- recording -----------------------------------------------------------------------------
 

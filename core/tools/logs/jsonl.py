@@ -16,6 +16,7 @@ indexed).
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -24,7 +25,6 @@ from typing import Any
 
 from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
-from core.tools.blocking import run_blocking
 from core.tools.item_bounds import ItemBounds, bound_items
 from core.tools.logs.args import LogsArgs
 from core.tools.logs.backend import QueryLogsTool, checked_window, effective_arguments
@@ -70,7 +70,7 @@ class LogsTool(QueryLogsTool):
 
     async def run(self, args: LogsArgs) -> RawResult:
         """Search the log files for lines matching the arguments."""
-        return await run_blocking(lambda: self._run_sync(args))
+        return await asyncio.to_thread(self._run_sync, args)
 
     def _run_sync(self, args: LogsArgs) -> RawResult:
         if not self._path.exists():

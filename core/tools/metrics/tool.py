@@ -8,7 +8,6 @@ from datetime import datetime
 
 from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
-from core.tools.blocking import run_blocking
 from core.tools.metrics.args import MetricsArgs, WindowRefused, resolve_window
 from core.tools.metrics.backend import BlockingFetch, MetricsBackend
 from core.tools.metrics.promql import QueryRefused, check_query, known_check
@@ -42,7 +41,7 @@ class MetricsTool:
             raise ToolFailure(exc.code, exc.message) from exc
         blocking = self._blocking
         if blocking is not None:  # the embedded folder: evaluated and made into the raw result in one thread hop
-            return await run_blocking(
+            return await asyncio.to_thread(
                 lambda: raw_result(blocking.fetch_blocking(query, window), query, window, self._max_series))
         fetched = await self.backend.fetch(query, window)
         return await asyncio.to_thread(raw_result, fetched, query, window, self._max_series)

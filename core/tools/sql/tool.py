@@ -19,7 +19,6 @@ from sqlalchemy.engine import URL
 
 from core.contracts.evidence import RawResult
 from core.errors import ToolFailure
-from core.tools.blocking import run_blocking
 from core.tools.sql.args import NAME, SqlArgs
 from core.tools.sql.budget import DEFAULT_CELL_MAX_BYTES, DEFAULT_RESULT_MAX_BYTES, ResultBudget
 from core.tools.sql.catalogs import parse_schema_setting
@@ -111,29 +110,21 @@ class SqlTool:
                 self._prepare, args.sql, backend, self._row_cap, now, schemas=self._schemas, current_db=current_db)
         budget = self._budget()
         if backend == "sqlite":
-            return await self._run_thread(url, prepared, budget, args.sql)
-        columns = await self._run_server(backend, url, prepared, budget)
-        return self._result(backend, prepared, columns, budget, args.sql)
-
-    def _result(self, backend: Backend, prepared: PreparedQuery, columns: list[str], budget: ResultBudget,
-                sql: str) -> RawResult:
+            columns = await self._run_thread(url, prepared, budget)
+        else:
+            columns = await self._run_server(backend, url, prepared, budget)
         notes: dict[str, Any] = {"backend": backend, "executed_sql": prepared.sql, "timeout_s": self._timeout_s,
                                  **budget.notes()}
         return RawResult(columns=columns, rows=budget.rows, total_count=len(budget.rows),
-                         effective_arguments={"sql": sql}, notes=notes)
+                         effective_arguments={"sql": args.sql}, notes=notes)
 
     # ---- SQLite: sync sqlite3 in a worker thread that stops when the call is cancelled ------------------------
 
-    async def _run_thread(self, url: URL, prepared: PreparedQuery, budget: ResultBudget, sql: str) -> RawResult:
-        """The statement and its raw result in one worker thread (with the boundary's step for it: run_blocking)."""
+    async def _run_thread(self, url: URL, prepared: PreparedQuery, budget: ResultBudget) -> list[str]:
         cancelled = threading.Event()
-
-        def work() -> RawResult:
-            columns = run_sqlite(url, prepared, self._timeout_s, budget, cancelled, self._connections)
-            return self._result("sqlite", prepared, columns, budget, sql)
-
         try:
-            return await run_blocking(work)
+            return await asyncio.to_thread(run_sqlite, url, prepared, self._timeout_s, budget, cancelled,
+                                           self._connections)
         finally:
             cancelled.set()  # a cancelled or timed-out await must not leave the statement running
 
