@@ -5,23 +5,32 @@ from __future__ import annotations
 import re
 from typing import Any
 
-_ESCAPES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # Slack mrkdwn has no escape character. A formatting marker (*bold*, _italic_, ~strike~, `code`) acts only at a word
 # boundary, so a zero-width space between the boundary and the marker keeps tool text such as `_id_` or `*` literal.
 _ZWSP = "\u200b"
 _OPENING = re.compile(r"(^|(?<=[\s(\[{\"'/,;:]))([*_~`])")
 _CLOSING = re.compile(r"([*_~`])(?=$|[\s)\]}\"'/,;:.!?])")
+_MARKER = re.compile(r"[*_~`]")
 _FENCE = re.compile(r"`{3,}")
 
 
 def escape_entities(text: str) -> str:
     """Escape &, < and > only (for text inside a ``` block, where no other formatting applies)."""
-    return "".join(_ESCAPES.get(ch, ch) for ch in text)
+    if "&" in text:  # first, so the entities added below are not escaped again
+        text = text.replace("&", "&amp;")
+    if "<" in text:
+        text = text.replace("<", "&lt;")
+    if ">" in text:
+        text = text.replace(">", "&gt;")
+    return text
 
 
 def escape(text: str) -> str:
     """Make text inert in Slack mrkdwn: &, < and > escaped (no pings, no links), formatting markers neutralised."""
-    text = _OPENING.sub(lambda m: m.group(1) + _ZWSP + m.group(2), escape_entities(text))
+    text = escape_entities(text)
+    if _MARKER.search(text) is None:  # no formatting marker: nothing for the two passes below to neutralise
+        return text
+    text = _OPENING.sub(lambda m: m.group(1) + _ZWSP + m.group(2), text)
     return _CLOSING.sub(lambda m: m.group(1) + _ZWSP, text)
 
 
