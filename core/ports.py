@@ -101,8 +101,8 @@ class KeyValueStore(Protocol):
         """Delete the key only if it still holds `value` (an owner releasing its lease); True if deleted."""
         ...
 
-    async def set_many(self, values: Mapping[str, str], ttl_s: float) -> None:
-        """set() of several keys with one TTL, in one round trip."""
+    async def set_many(self, values: Mapping[str, str], ttl_s: float, ttls: Mapping[str, float] | None = None) -> None:
+        """set() of several keys with one TTL (`ttls`: another for some of them), in one round trip."""
         ...
 
     async def renew_many(self, leases: Mapping[str, str], ttl_s: float) -> list[bool]:

@@ -198,13 +198,14 @@ class ChatService:
             intent=turn.intent,
         )
         await self._runs.create(record)
-        await self._kv.set(_session_seen_key(session_key), run_id, SESSION_SEEN_TTL_S)
         started: dict[str, Any] = {"query_chars": len(turn.text)}
         if turn.restart_of:
             started["restart_of"] = turn.restart_of
             await self._supersede(turn.restart_of, run_id)
         await ctx.timeline.record(EventType.RUN_STARTED, started)
-        async with self._gate.active(session_key, run_id, ctx.cancelled):
+        # The session-seen marker goes with the gate's leases (one round trip, not two).
+        seen = {_session_seen_key(session_key): (run_id, SESSION_SEEN_TTL_S)}
+        async with self._gate.active(session_key, run_id, ctx.cancelled, seen):
             outcome, status = await self._guarded(ctx, record)
             abandoned = not self._gate.is_active(run_id)
         if abandoned:  # the bot's watchdog finished this run already (abandon): its record says FAILED and stays so

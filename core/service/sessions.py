@@ -25,7 +25,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -171,12 +171,18 @@ class SessionGate:
             self._keeper = asyncio.create_task(self._keep(), name="session-gate-keeper")
 
     @contextlib.asynccontextmanager
-    async def active(self, session_key: str, run_id: str, cancelled: asyncio.Event) -> AsyncIterator[None]:
-        """Register a running run so it can be cancelled here or from another process."""
+    async def active(self, session_key: str, run_id: str, cancelled: asyncio.Event,
+                     marks: Mapping[str, tuple[str, float]] | None = None) -> AsyncIterator[None]:
+        """Register a running run so it can be cancelled here or from another process. `marks` (key -> value, TTL)
+        are written in the same round trip as the leases, and kept: neither renewed nor deleted at the end."""
         self._active[run_id] = _Active(session_key, cancelled, cancel_key(run_id))
         try:
-            await self._kv.set_many({active_run_key(run_id): session_key, session_run_key(session_key): run_id},
-                                    self._lease_s)
+            values = {active_run_key(run_id): session_key, session_run_key(session_key): run_id}
+            ttls: dict[str, float] | None = None
+            if marks:
+                ttls = {key: ttl for key, (_, ttl) in marks.items()}
+                values.update({key: value for key, (value, _) in marks.items()})
+            await self._kv.set_many(values, self._lease_s, ttls)
             self._hold(active_run_key(run_id), session_key)
             self._hold(session_run_key(session_key), run_id)
             yield

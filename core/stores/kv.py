@@ -78,10 +78,10 @@ class InMemoryKV:
         del self._data[key]
         return True
 
-    async def set_many(self, values: Mapping[str, str], ttl_s: float) -> None:
-        """set() of several keys with one TTL."""
+    async def set_many(self, values: Mapping[str, str], ttl_s: float, ttls: Mapping[str, float] | None = None) -> None:
+        """set() of several keys with one TTL (`ttls`: another for some of them)."""
         for key, value in values.items():
-            await self.set(key, value, ttl_s)
+            await self.set(key, value, ttls.get(key, ttl_s) if ttls else ttl_s)
 
     async def renew_many(self, leases: Mapping[str, str], ttl_s: float) -> list[bool]:
         """renew() of several leases; True for each still owned."""
@@ -117,7 +117,8 @@ end
 return held
 """
 # KEYS: the keys; ARGV: the TTL in ms, then each value in KEYS' order (redis-py's pipeline costs more client CPU).
-_SET_MANY = "for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[i + 1], 'PX', ARGV[1]) end return 1"
+# KEYS: the keys; ARGV: each key's value, then its TTL in ms, in KEYS' order.
+_SET_MANY = "for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[2 * i - 1], 'PX', ARGV[2 * i]) end return 1"
 # KEYS: plain keys, then owned leases; ARGV: how many plain keys, then each lease owner's value in KEYS' order.
 _DELETE_MANY = """
 local plain = tonumber(ARGV[1])
@@ -196,12 +197,15 @@ class RedisKV:
         result: Any = await self._call(lambda: self._delete_if(keys=[self._prefix + key], args=[value]))
         return bool(result)
 
-    async def set_many(self, values: Mapping[str, str], ttl_s: float) -> None:
-        """SET PX of several keys in one Lua script (one round trip)."""
+    async def set_many(self, values: Mapping[str, str], ttl_s: float, ttls: Mapping[str, float] | None = None) -> None:
+        """SET PX of several keys in one Lua script (one round trip); `ttls`: another TTL for some of them."""
         if not values:
             return
         keys = [self._prefix + key for key in values]
-        args: list[str | int] = [ttl_ms(ttl_s), *values.values()]
+        px = ttl_ms(ttl_s)
+        args: list[str | int] = []
+        for key, value in values.items():
+            args += (value, ttl_ms(ttls[key]) if ttls and key in ttls else px)
         await self._call(lambda: self._set_many(keys=keys, args=args))
 
     async def renew_many(self, leases: Mapping[str, str], ttl_s: float) -> list[bool]:

@@ -32,6 +32,21 @@ async def test_set_many_sets_every_key_with_the_ttl(kv: KeyValueStore) -> None:
     assert await kv.get_many(["a", "b"]) == [None, None]
 
 
+async def test_set_many_gives_the_keys_named_in_ttls_their_own_ttl(kv: KeyValueStore) -> None:
+    await kv.set_many({"a": "1", "b": "2", "c": "3"}, ttl_s=0.2, ttls={"b": 5.0})
+    assert await kv.get_many(["a", "b", "c"]) == ["1", "2", "3"]
+    await asyncio.sleep(0.3)
+    assert await kv.get_many(["a", "b", "c"]) == [None, "2", None]
+
+
+async def test_gate_writes_its_marks_with_the_leases_and_keeps_them(kv: KeyValueStore) -> None:
+    gate = SessionGate(kv, run_deadline_s=30, lease_s=0.3)
+    async with gate.turn("s", "r1"), gate.active("s", "r1", asyncio.Event(), {"seen:s": ("r1", 5.0)}):
+        assert await kv.get_many([active_run_key("r1"), session_run_key("s"), "seen:s"]) == ["s", "r1", "r1"]
+    await asyncio.sleep(0.4)
+    assert await kv.get_many([active_run_key("r1"), session_run_key("s"), "seen:s"]) == [None, None, "r1"]
+
+
 async def test_renew_many_renews_only_the_leases_still_owned(kv: KeyValueStore) -> None:
     await kv.set_many({"mine": "me", "taken": "someone else"}, ttl_s=0.3)
     assert await kv.renew_many({"mine": "me", "taken": "me", "gone": "me"}, ttl_s=5) == [True, False, False]

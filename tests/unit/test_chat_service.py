@@ -68,7 +68,7 @@ class MemoryKV:
         del self.data[key]
         return True
 
-    async def set_many(self, values: Mapping[str, str], ttl_s: float) -> None:
+    async def set_many(self, values: Mapping[str, str], ttl_s: float, ttls: Mapping[str, float] | None = None) -> None:
         self.data.update(values)
 
     async def renew_many(self, leases: Mapping[str, str], ttl_s: float) -> list[bool]:
