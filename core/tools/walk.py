@@ -12,7 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from stat import S_ISREG
 
@@ -59,6 +59,15 @@ class KeptListing:
         self.suffix = suffix
         self._racy_ns = int(racy_s * 1e9)
         self._kept: tuple[tuple[tuple[str, _Identity], ...], tuple[Path, ...]] | None = None
+
+    def files(self, keep: Callable[[Path], bool] | None = None) -> list[tuple[Path, os.stat_result]]:
+        """The root itself (with its stat) when it is a regular file, else the regular files among the entries that
+        `keep` accepts (all without it), sorted, each with its stat (regular_files)."""
+        found = regular_files([self.root])
+        if found:
+            return found
+        entries = self.entries()
+        return regular_files(entries if keep is None else filter(keep, entries))
 
     def entries(self) -> list[Path]:
         """The entries now (unordered, as entries_under)."""

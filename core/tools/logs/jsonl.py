@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -31,22 +31,7 @@ from core.tools.logs.backend import QueryLogsTool, checked_window, effective_arg
 from core.tools.logs.index import DEFAULT_INDEX_MAX_BYTES, DEFAULT_INDEX_MAX_FILE_BYTES, FileSignature, IndexCache
 from core.tools.logs.query import LineMatcher
 from core.tools.logs.scan import DEFAULT_CHUNK_BYTES, Scan, iso_utc, scan_file
-from core.tools.walk import KeptListing, entries_under, regular_files
-
-
-def iter_log_files(root: Path, listing: KeptListing | None = None) -> Iterator[Path]:
-    """Every *.jsonl file under root (recursively, sorted); root itself when it is a file. `listing` (root's, with
-    the suffix) keeps the folder listing while no folder changes."""
-    for path, _ in log_files(root, listing):
-        yield path
-
-
-def log_files(root: Path, listing: KeptListing | None = None) -> list[tuple[Path, os.stat_result]]:
-    """iter_log_files with each file's stat (the one its is_file test makes)."""
-    found = regular_files([root])
-    if found:
-        return found
-    return regular_files(listing.entries() if listing is not None else entries_under(root, ".jsonl"))
+from core.tools.walk import KeptListing
 
 
 class LogsTool(QueryLogsTool):
@@ -82,7 +67,7 @@ class LogsTool(QueryLogsTool):
         unreadable = 0
         scanned_bytes = 0
         listed: set[Path] = set()
-        for path, stat in log_files(self._path, self._listing):
+        for path, stat in self._listing.files():
             listed.add(path)
             try:
                 scanned_bytes += self._scan_one(path, scan, stat)
@@ -110,11 +95,11 @@ class LogsTool(QueryLogsTool):
         return RawResult(items=items, total_count=scan.total, effective_arguments=effective_arguments(args, start, end),
                          notes=notes)
 
-    def _scan_one(self, path: Path, scan: Scan, stat: os.stat_result | None = None) -> int:
+    def _scan_one(self, path: Path, scan: Scan, stat: os.stat_result) -> int:
         """Scan one file through its index when it has (or now gets) one, else by streaming; returns its bytes.
-        `stat`: the file's, taken when it was listed (else taken now)."""
+        `stat`: the file's, taken when it was listed."""
         if scan.matcher.anchor:  # without a raw anchor every line is a candidate: always stream
-            signature = FileSignature.of(stat if stat is not None else path.stat())
+            signature = FileSignature.of(stat)
             index, build = self._index.lookup(path, signature)
             if index is None and build:
                 index = self._index.build(path, signature)

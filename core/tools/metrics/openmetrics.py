@@ -11,9 +11,8 @@ so a huge folder is an ERROR, not an out-of-memory.
 
 from __future__ import annotations
 
-import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families as parse_pro
 
 from core.errors import ToolFailure
 from core.tools.metrics.series import Series
-from core.tools.walk import KeptListing, entries_under, regular_files
+from core.tools.walk import KeptListing
 
 SUFFIXES = (".om", ".prom")
 MAX_FOLDER_BYTES = 128 * 1024 * 1024
@@ -62,22 +61,6 @@ class Snapshot:
     samples: int
     untimed: int
     unreadable: list[str]
-
-
-def iter_metric_files(root: Path, listing: KeptListing | None = None) -> Iterator[Path]:
-    """Every *.om / *.prom file under root (recursively, sorted); root itself when it is a file. `listing` (root's)
-    keeps the folder listing while no folder changes."""
-    for path, _ in metric_files(root, listing):
-        yield path
-
-
-def metric_files(root: Path, listing: KeptListing | None = None) -> list[tuple[Path, os.stat_result]]:
-    """iter_metric_files with each file's stat (the one its is_file test makes)."""
-    found = regular_files([root])
-    if found:
-        return found
-    entries = listing.entries() if listing is not None else entries_under(root)
-    return regular_files(p for p in entries if p.suffix in SUFFIXES)
 
 
 def _families(path: Path, text: str) -> Iterable[Metric]:
@@ -146,7 +129,7 @@ class MetricsFolder:
     def _listing(self) -> tuple[tuple[Path, int, int], ...]:
         out = []
         total = 0
-        for path, stat in metric_files(self.root, self._folder):
+        for path, stat in self._folder.files(lambda p: p.suffix in SUFFIXES):
             total += stat.st_size
             if total > self._max_bytes:
                 raise ToolFailure("METRICS_PATH_TOO_LARGE",
