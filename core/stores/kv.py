@@ -116,8 +116,8 @@ for i, key in ipairs(KEYS) do
 end
 return held
 """
-# KEYS: the keys; ARGV: the TTL in ms, then each value in KEYS' order (redis-py's pipeline costs more client CPU).
-# KEYS: the keys; ARGV: each key's value, then its TTL in ms, in KEYS' order.
+# KEYS: the keys; ARGV: each key's value, then its TTL in ms, in KEYS' order (redis-py's pipeline costs more client
+# CPU).
 _SET_MANY = "for i, key in ipairs(KEYS) do redis.call('SET', key, ARGV[2 * i - 1], 'PX', ARGV[2 * i]) end return 1"
 # KEYS: plain keys, then owned leases; ARGV: how many plain keys, then each lease owner's value in KEYS' order.
 _DELETE_MANY = """

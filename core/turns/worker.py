@@ -1,7 +1,8 @@
 """Turns as jobs: the listeners submit them (`TurnJobs`), workers run them (`JobWorker`), in any process.
 
 A message becomes a `TurnJob` whose id is the message's identity (`<channel>:<ts>`). A worker takes jobs while it
-has fewer than DIAG_WORKER_CONCURRENCY runs, heartbeats every job it holds, and takes over jobs whose worker stopped
+holds fewer than DIAG_WORKER_CONCURRENCY that may run (taken or running; those waiting for their thread's earlier
+turn do not count), heartbeats every job it holds, and takes over jobs whose worker stopped
 heartbeating (kill -9, OOM, a lost host) for `claim_after_s` — those re-run from the start under a new run id linked
 to the first, in the same placeholder. At shutdown a worker stops taking jobs, lets its runs finish within the grace
 period and hands the rest back to the queue for another worker.
@@ -137,7 +138,6 @@ class _Held:
     task: asyncio.Task[None] | None = None
     attempt: Attempt | None = None
     run_id: str = ""
-    running: bool = False  # past the thread-order wait: counts against the concurrency
     waiting: bool = False  # told to wait for its thread's earlier turn: does not count against the concurrency
     handed_back: bool = False
     finished: bool = field(default=False)
@@ -161,8 +161,7 @@ class JobWorker:
         self.consumer = consumer or consumer_name()
         self._metrics = metrics or Metrics()
         self._held: dict[str, _Held] = {}
-        self._running = 0  # held jobs past their thread's wait (kept here: counting them on every take cost 2 %)
-        self._waiting = 0  # held jobs told to wait for their thread's earlier turn
+        self._waiting = 0  # held jobs told to wait for their thread's earlier turn (kept here, not counted per take)
         self._unfinished: dict[str, Claim] = {}  # answered, but the queue could not be told (the store was down)
         self._slot_freed = asyncio.Event()
         self._stopping = False
@@ -174,11 +173,6 @@ class JobWorker:
     def in_flight(self) -> int:
         """Jobs this worker holds (waiting for their thread or running)."""
         return len(self._held)
-
-    @property
-    def runs(self) -> int:
-        """Jobs past their thread's wait, i.e. runs (capped by the concurrency)."""
-        return self._running
 
     def start(self) -> None:
         """Start taking jobs (call inside the running loop)."""
@@ -322,9 +316,6 @@ class JobWorker:
         self._wait(held, False)
         if started.state is StartState.CANCELLED:
             return False, None
-        if not held.running and self._held.get(held.claim.entry) is held:
-            self._running += 1  # given back in _release
-        held.running = True
         return True, started.previous
 
     def _wait(self, held: _Held, waiting: bool) -> None:
@@ -352,8 +343,6 @@ class JobWorker:
     def _release(self, held: _Held) -> None:
         if self._held.get(held.claim.entry) is held:
             del self._held[held.claim.entry]
-            if held.running:
-                self._running -= 1
             if held.waiting:
                 self._waiting -= 1
             self._slot_freed.set()
