@@ -43,16 +43,20 @@ class _Cut:
     redactor: Callable[[str], str] = redact
     happened: bool = False
     memo: dict[str, str] = field(default_factory=dict)
-    """text -> safe_text(text) within one projection, or across a boundary's projections (SafeTexts): field values,
+    """text -> safe_text(text) within one projection, or across a boundary's projections (`shared`): field values,
     services, levels and messages repeat across items and calls, and safe_text is a pure function of the text (for
-    one redactor), so each distinct text is scanned once (texts up to SAFE_TEXT_MEMO_CHARS; a bounded number)."""
+    one redactor), so each distinct text is scanned once."""
+    shared: bool = False
+    """The memo outlives the projection (a boundary's): only texts up to SAFE_TEXT_MEMO_CHARS, a bounded number."""
 
     def redact(self, text: str) -> str:
         memo = self.memo
         out = memo.get(text)
         if out is None:
             out = safe_text(text, self.redactor)
-            if len(text) <= SAFE_TEXT_MEMO_CHARS:
+            if not self.shared:
+                memo[text] = out
+            elif len(text) <= SAFE_TEXT_MEMO_CHARS:
                 if len(memo) >= SAFE_TEXT_MEMO_ENTRIES:
                     memo.clear()  # atomic: projection threads share a boundary's memo
                 memo[text] = out
@@ -166,10 +170,11 @@ def project_sized(
         "count": max(raw.total_count, raw_len),
     }
     item_chars, columns, limit = max_item_chars, _MAX_COLUMNS, max(1, max_items)
-    memo: dict[str, str] = safe_texts if safe_texts is not None and redactor is not None else {}
+    shared = safe_texts is not None and redactor is not None
+    memo: dict[str, str] = safe_texts if safe_texts is not None and shared else {}
     for _ in range(_SHRINK_LEVELS):
         # The backend cut items or dropped some for size: the projection says so.
-        cut = _Cut(item_chars, columns, redactor=redactor or redact, memo=memo,
+        cut = _Cut(item_chars, columns, redactor=redactor or redact, memo=memo, shared=shared,
                    happened=raw_len > limit or bool(raw.notes.get("bytes_truncated")))
         items = spec.project_items(raw, limit, cut)
         envelope = _envelope(spec, raw, cut, tool_name=called, truncated=False, **common)
