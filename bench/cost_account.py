@@ -236,9 +236,26 @@ def install_counters() -> None:
     pack_one = AbstractConnection.pack_command
     pack_many = AbstractConnection.pack_commands
 
-    def counted_one(self: Any, *args: Any) -> Any:
-        COUNTS["redis_commands"] += 1
-        return pack_one(self, *args)
+    def counted_pack(pack: Any) -> Any:
+        def counted_one(self: Any, *args: Any) -> Any:
+            if getattr(self, "_bench_packing", False):  # a subclass's pack calling its parent's: counted once
+                return pack(self, *args)
+            COUNTS["redis_commands"] += 1
+            self._bench_packing = True
+            try:
+                return pack(self, *args)
+            finally:
+                self._bench_packing = False
+
+        return counted_one
+
+    counted_one = counted_pack(pack_one)
+    pending = list(AbstractConnection.__subclasses__())  # connection classes of the tree that pack their own way
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if "pack_command" in vars(cls):
+            setattr(cls, "pack_command", counted_pack(vars(cls)["pack_command"]))  # noqa: B010
 
     def counted_many(self: Any, commands: Any) -> Any:
         commands = list(commands)

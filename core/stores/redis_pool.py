@@ -32,9 +32,40 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.typing import EncodableT
 
+_UTF8 = frozenset({"utf-8", "utf8", "UTF-8", "UTF8"})
+
 
 class LeanConnection(aioredis.Connection):
-    """A TCP connection that skips asyncio.wait_for when a write needs no wait."""
+    """A TCP connection that skips asyncio.wait_for when a write needs no wait, and packs commands with less work
+    per argument."""
+
+    def pack_command(self, *args: EncodableT) -> list[bytes]:
+        """redis-py's pack_command, byte for byte on the wire, for what the stores send (a command name of letters,
+        then str, bytes and int arguments): one type test and a `%`-format per argument instead of the encoder's
+        isinstance chain and a join of a growing buffer per argument (a first look's canonical puts, EVALSHA of 11
+        arguments and 2.5 kB: 4.1 against 10-15 us of CPU per command). Anything else (a float, a bool, a memoryview,
+        a command name redis-py would split, an encoding other than strict UTF-8) is packed by redis-py itself, so its
+        bytes and its errors stay what they were (tests/unit/test_redis_pack.py)."""
+        first = args[0] if args else None
+        encoder = self.encoder
+        if (type(first) is not str or not first.isalpha() or encoder.encoding not in _UTF8
+                or encoder.encoding_errors != "strict"):
+            return super().pack_command(*args)
+        out: list[bytes] = [b"*%d\r\n" % len(args)]
+        for arg in args:
+            data: bytes
+            if type(arg) is str:
+                data = arg.encode()
+            elif type(arg) is bytes:
+                data = arg
+            elif type(arg) is int:
+                data = b"%d" % arg  # int.__repr__, as redis-py's encoder writes it
+            else:
+                return super().pack_command(*args)
+            out.append(b"$%d\r\n" % len(data))
+            out.append(data)
+            out.append(b"\r\n")
+        return [b"".join(out)]  # one part: the transport joins a write's parts anyway
 
     async def send_packed_command(self, command: bytes | str | Iterable[bytes], check_health: bool = True) -> None:
         writer = self._writer
