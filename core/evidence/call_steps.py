@@ -11,7 +11,7 @@ from typing import Any
 
 from core.contracts.evidence import EvidenceStatus, RawResult, ToolError
 from core.contracts.progress import SUBJECT_MAX, ProgressStage, ProgressUpdate, ToolProgress
-from core.evidence.instructions import spans_in
+from core.evidence.instructions import may_hold_spans, spans_in
 from core.evidence.raw_cap import cap_raw
 from core.evidence.subjects import cut_words
 from core.run import RunContext
@@ -26,6 +26,8 @@ MAX_UNTRUSTED_SPANS = 64
 
 def note_untrusted(ctx: RunContext, projection: dict[str, Any]) -> None:
     """Remember the projection's instruction-like spans for the guard (each once; the list stays bounded)."""
+    if len(ctx.untrusted_spans) >= MAX_UNTRUSTED_SPANS or not may_hold_spans(projection):
+        return  # nothing would be added: the list is full, or no string of the projection holds a span
     for span in spans_in(projection):
         if len(ctx.untrusted_spans) >= MAX_UNTRUSTED_SPANS:
             return

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 OPEN = "⟦untrusted tool text: "
 CLOSE = "⟧"
 SPAN_MAX_CHARS = 400
@@ -86,6 +88,22 @@ def marked_spans(text: str) -> list[str]:
     if OPEN not in text:
         return []
     return [m.group(1) for m in _MARKED_RE.finditer(text) if m.group(1).strip()]
+
+
+_OPEN_BYTES = OPEN.encode()
+
+
+def may_hold_spans(value: Any) -> bool:
+    """False only when no string in `value` holds a marked span, so spans_in would yield nothing: one orjson write
+    of the value instead of a Python step per node (a first look's six projections: 15-19 against 123-138 us of
+    CPU). orjson writes every string of a dict, list or tuple (subclasses included) as its UTF-8 with only quotes,
+    backslashes and control characters escaped, none of which OPEN holds, so a span's opening is in its bytes
+    whenever it is in a string spans_in visits; a value orjson refuses (a lone surrogate, an integer over 64 bits, a
+    non-str key) answers True and is walked as before."""
+    try:
+        return _OPEN_BYTES in orjson.dumps(value)
+    except TypeError:  # orjson.JSONEncodeError is a TypeError
+        return True
 
 
 def spans_in(value: Any) -> Iterator[str]:
