@@ -35,7 +35,7 @@ def compact_json_size(value: Any) -> int | None:
 
 def _float_difference(value: Any) -> int | None:
     """How many more bytes json writes than orjson for the floats in value; None when value is not only JSON's types
-    (only called after orjson encoded it: no cycle, bounded depth)."""
+    (only called after orjson encoded it: no cycle, bounded depth, every dict key a str)."""
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return 0
@@ -44,8 +44,9 @@ def _float_difference(value: Any) -> int | None:
             return 0
         return len(repr(value)) - len(orjson.dumps(value)) if math.isfinite(value) else None
     if kind is dict:
-        if any(type(key) is not str for key in value):
-            return None
+        # Its keys are all exactly str: orjson, which wrote the value first, refuses any other key (a str subclass,
+        # an int, None...) without OPT_NON_STR_KEYS, so they are not tested again here (that test was most of a
+        # projection's walk: a generator over every dict's keys).
         return _items_difference(value.values())
     if kind is list or kind is tuple:
         return _items_difference(value)

@@ -69,3 +69,14 @@ def test_floats_written_alike_are_those_the_size_skips(value: float) -> None:
     if value == 0.0 or _SAME_LOW <= abs(value) < _SAME_HIGH:
         assert json.dumps(value).encode() == orjson.dumps(value)
     assert compact_json_size([value, {"v": value}]) == _json_size([value, {"v": value}])
+
+
+class _Key(str):
+    pass
+
+
+def test_keys_other_than_str_are_refused_by_orjson_first() -> None:
+    """The float walk does not test dict keys: orjson, which writes the value first, refuses every key that is not
+    exactly a str (so the answer is None, as json might write such a key otherwise)."""
+    for key in (_Key("k"), Colour.RED, 1, 1.5, True, None, (1,), b"k"):
+        assert compact_json_size({"a": [{key: 1}]}) is None
