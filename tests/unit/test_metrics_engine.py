@@ -111,6 +111,30 @@ async def test_the_first_look_ranking_on_hand_computed_series(tool: MetricsTool)
     assert all(dict(k)["service"] == "a" for k in got)
 
 
+async def test_a_repeated_subexpression_is_one_node_evaluated_once_per_time(
+        tool: MetricsTool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The compiler gives every occurrence of one operation (by its PromQL text) one Shared node, whose value at a
+    time is computed once: the first look's ranking writes its ratio three times. Same answers as the parts."""
+    from core.tools.metrics import engine_binary
+
+    calls = 0
+    real = engine_binary.Binary.instant
+
+    def counted(self: engine_binary.Binary, t: float, budget: engine.Budget) -> engine.Vector | float:
+        nonlocal calls
+        calls += 1
+        return real(self, t, budget)
+
+    monkeypatch.setattr(engine_binary.Binary, "instant", counted)
+    twice = await _instant(tool, "(pool_active / 2) + (pool_active / 2)")
+    assert calls == 2  # the sum and one division, not two
+    assert twice == {(("pool", "p"), ("service", "a")): 8, (("pool", "p"), ("service", "b")): 3}
+    calls = 0
+    ranked = await _instant(tool, moved_most_query("a", 3600))
+    assert calls == 10  # each distinct operation of the ranking once (19 occurrences)
+    assert len(ranked) == 3
+
+
 def test_label_replace_expands_like_go() -> None:
     labels = (("__name__", "x"), ("instance", "db:3306"))
     assert dict(label_replace(labels, "host", "$1", "instance", "([^:]+):.*"))["host"] == "db"

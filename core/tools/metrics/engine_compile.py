@@ -23,6 +23,7 @@ from core.tools.metrics.engine import (
     RangeNode,
     Select,
     SelectRange,
+    Shared,
     Subquery,
     Unsupported,
 )
@@ -51,10 +52,22 @@ class _Compiler:
         self.lookup = lookup
         self.range_calls: dict[str, RangeCall] = {}
         """One node per distinct range-function call (by its PromQL text), so a repeated one is evaluated once."""
+        self.shared: dict[str, Shared] = {}
+        """One node per distinct operation, function call or aggregation (by its PromQL text), likewise."""
 
     def node(self, expr: pp.Expr) -> Node:
         if isinstance(expr, pp.ParenExpr):
             return self.node(expr.expr)
+        if isinstance(expr, pp.Call | pp.AggregateExpr | pp.BinaryExpr | pp.UnaryExpr) and not (
+                isinstance(expr, pp.Call) and expr.func.name in RANGE_FUNCTIONS):
+            key = str(expr)
+            known = self.shared.get(key)
+            if known is None:
+                known = self.shared[key] = Shared(self._composite(expr))
+            return known
+        return self._composite(expr)
+
+    def _composite(self, expr: pp.Expr) -> Node:
         if isinstance(expr, pp.NumberLiteral):
             return Number(float(expr.val))
         if isinstance(expr, pp.UnaryExpr):
