@@ -12,6 +12,7 @@ evidence. Deterministic: no model is asked.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -127,6 +128,10 @@ def window_in(text: str, now: datetime) -> datetime | None:
     return None
 
 
+Call = tuple[str, str, dict[str, Any], dict[str, Any]]
+"""(tool_call_id, tool, arguments, projection) of one call made."""
+
+
 @dataclass
 class Look:
     """One run's first look in progress: its scope and the calls made, for the sources to read and add to."""
@@ -134,8 +139,15 @@ class Look:
     ctx: RunContext
     scope: Scope
     invoke: Callable[[str, dict[str, Any]], Awaitable[dict[str, Any] | None]]
-    calls: list[tuple[str, str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
-    """(tool_call_id, tool, arguments, projection) of every call made, in order."""
+    made: dict[int, Call] = field(default_factory=dict)
+    """Every call made by its number (first_look_<number>), numbered as it was started."""
+    started: int = 0
+    """Calls started so far (made, or still running)."""
+
+    @property
+    def calls(self) -> list[Call]:
+        """Every call made, in the order they were started (their numbers' order)."""
+        return [self.made[number] for number in sorted(self.made)]
 
     def window(self) -> dict[str, str]:
         """The scope's window as tool arguments (empty: the tool's default window)."""
@@ -146,6 +158,22 @@ class Look:
     async def call(self, tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
         """Run one call through the boundary; None when the tool is not configured or the look is out of calls."""
         return await self.invoke(tool, arguments)
+
+    async def calls_at_once(self, planned: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any] | None]:
+        """Calls that do not depend on each other, run at the same time; each is numbered as when they run one after
+        the other (the first of them first_look_<n + 1>, and so on: each is started, so numbered, before the next
+        one is), and the answers come back in their order. The look's wall time is the slowest one's, not their
+        sum; CPU is the same (at one call at a time each still is its own store round trip)."""
+        if len(planned) < 2:
+            return [await self.call(tool, arguments) for tool, arguments in planned]
+        tasks = [asyncio.ensure_future(self.call(tool, arguments)) for tool, arguments in planned]
+        try:
+            return list(await asyncio.gather(*tasks))
+        except BaseException:
+            for task in tasks:  # one failed or the run was cancelled: none is left running
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            raise
 
 
 class FirstLookSource(Protocol):
@@ -174,7 +202,7 @@ class FirstLook:
         now = self.clock()
         return Scope(services=services_in(question), start=window_in(question, now), end=now)
 
-    async def run(self, ctx: RunContext) -> list[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    async def run(self, ctx: RunContext) -> list[Call]:
         """Every source's calls for the run's question; never raises (a failing source is logged and skipped)."""
         scope = self.scope(ctx.query)
         offered = set(self.available())
@@ -184,33 +212,37 @@ class FirstLook:
                 await source(look)
             except Exception as exc:  # the first look helps; it never stops a run
                 log.warning("first look source failed for %s: %s", ctx.run_id, type(exc).__name__)
-        found = sum(p.get("evidence_status") == EvidenceStatus.EVIDENCE_FOUND.value for *_, p in look.calls)
-        tools = Counter(tool for _, tool, _, _ in look.calls)
+        calls = look.calls
+        found = sum(p.get("evidence_status") == EvidenceStatus.EVIDENCE_FOUND.value for *_, p in calls)
+        tools = Counter(tool for _, tool, _, _ in calls)
         await ctx.timeline.record(EventType.FIRST_LOOK, {
-            "services": ",".join(scope.services) or "none named", "calls": len(look.calls), "found": found,
+            "services": ",".join(scope.services) or "none named", "calls": len(calls), "found": found,
             "tools": ",".join(f"{tool}={n}" for tool, n in tools.items()) or "none",
             "window": "named in the question" if scope.start is not None else "each tool's default"})
-        return look.calls
+        return calls
 
     async def _contract_source(self, look: Look) -> None:
         """The calls registered toolsets propose through the contract's first_look hook (metrics, MCP)."""
         if self.contract is None:
             return
         start = look.scope.start or look.scope.end - DEFAULT_WINDOW
-        for service in look.scope.services or (None,):
-            for planned in self.contract(service, start, look.scope.end):
-                await look.call(planned.tool, dict(planned.arguments))
+        contract = self.contract
+        planned = [(p.tool, dict(p.arguments)) for service in look.scope.services or (None,)
+                   for p in contract(service, start, look.scope.end)]
+        await look.calls_at_once(planned)  # each toolset's calls stand alone
 
     async def _invoke(self, look: Look, offered: set[str], tool: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
-        if tool not in offered or len(look.calls) >= self.max_calls or look.ctx.cancelled.is_set():
+        if tool not in offered or look.started >= self.max_calls or look.ctx.cancelled.is_set():
             return None
-        call_id = f"first_look_{len(look.calls) + 1}"
+        look.started += 1
+        number = look.started
+        call_id = f"first_look_{number}"
         projection = await self.boundary.invoke(look.ctx, call_id, tool, json.dumps(arguments))
-        look.calls.append((str(projection.get("tool_call_id") or call_id), tool, arguments, projection))
+        look.made[number] = (str(projection.get("tool_call_id") or call_id), tool, arguments, projection)
         return projection
 
 
-def starting_messages(calls: Sequence[tuple[str, str, dict[str, Any], dict[str, Any]]]) -> list[dict[str, Any]]:
+def starting_messages(calls: Sequence[Call]) -> list[dict[str, Any]]:
     """The first look as the agent's conversation: its calls as an assistant turn and their results, like its own
     calls' (ERROR results are left out: they are not evidence and would only distract), then a user turn asking for
     the next step: a conversation that ends on tool results left small models with nothing to answer (Qwen2.5-Coder

@@ -3,13 +3,20 @@ most frequent message, which tables record changes."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
-from core.steps.first_look import FIRST_LOOK_NEXT, services_in, starting_messages, window_in
-from core.tools.logs.first_look import most_frequent_phrase
-from core.tools.sql.first_look import change_tables
+from core.run import RunContext
+from core.service.timeline import RunTimeline
+from core.steps.first_look import FIRST_LOOK_NEXT, FirstLook, services_in, starting_messages, window_in
+from core.stores.memory import InMemoryTimelineStore
+from core.tools.contract import PlannedCall
+from core.tools.logs.first_look import logs_first_look, most_frequent_phrase
+from core.tools.sql.first_look import change_tables, sql_first_look
 
 NOW = datetime(2026, 11, 29, 23, 30, tzinfo=UTC)
 
@@ -154,3 +161,68 @@ def test_a_secret_pasted_in_a_question_is_no_service_name(secret: str) -> None:
 
 def test_service_names_in_capitals_and_beside_non_ascii_text() -> None:
     assert services_in("Order-Service — Checkout-API fail (订单)") == ("order-service", "checkout-api")
+
+
+class _Boundary:
+    """A boundary double: answers each call after `delay(call_id)` seconds with a projection naming it."""
+
+    def __init__(self, delays: dict[str, float] | None = None, cancel_after: str | None = None) -> None:
+        self.delays = delays or {}
+        self.cancel_after = cancel_after
+        self.started: list[str] = []
+        self.finished: list[str] = []
+
+    async def invoke(self, ctx: RunContext, tool_call_id: str | None, name: str, arguments: str | dict[str, Any]
+                     ) -> dict[str, Any]:
+        assert tool_call_id is not None
+        self.started.append(tool_call_id)
+        await asyncio.sleep(self.delays.get(tool_call_id, 0.0))
+        self.finished.append(tool_call_id)
+        if tool_call_id == self.cancel_after:
+            ctx.cancelled.set()
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+        rows = [["deployments"], ["changes"], ["users"]] if args.get("sql") == "SHOW TABLES" else []
+        logs = [{"message": "Connection is not available, request timed out after 30000ms"}] * 5
+        return {"tool_call_id": tool_call_id, "evidence_status": "EVIDENCE_FOUND", "count": 9, "rows": rows,
+                "logs": logs if name == "query_logs" else []}
+
+
+def _planned(service: str | None, start: datetime, end: datetime) -> tuple[PlannedCall, ...]:
+    return (PlannedCall("query_metrics", {"query": f"a{{service={service!r}}}"}),
+            PlannedCall("query_metrics", {"query": f"b{{service={service!r}}}"}))
+
+
+def _first_look(boundary: _Boundary, max_calls: int = 10) -> FirstLook:
+    return FirstLook(boundary, [logs_first_look, sql_first_look], lambda: ["query_logs", "query_mysql", "query_metrics"],
+                     lambda: NOW, contract=_planned, max_calls=max_calls)
+
+
+def _ctx(question: str) -> RunContext:
+    return RunContext(run_id="r", session_key="s", query=question, timeline=RunTimeline("r", InMemoryTimelineStore()))
+
+
+async def test_calls_at_once_are_numbered_as_one_after_the_other_whichever_finishes_first() -> None:
+    """ERROR and WARN, the change tables' SELECTs and the toolsets' calls run at once; the numbers are the ones a
+    look running them in turn gives (recordings name first_look_N), and the calls come back in that order."""
+    slow_first = {"first_look_1": 0.05, "first_look_5": 0.05, "first_look_7": 0.05}
+    boundary = _Boundary(slow_first)
+    calls = await _first_look(boundary).run(_ctx("why is order-service failing?"))
+    assert [(call_id, tool) for call_id, tool, _, _ in calls] == [
+        ("first_look_1", "query_logs"), ("first_look_2", "query_logs"), ("first_look_3", "query_logs"),
+        ("first_look_4", "query_mysql"), ("first_look_5", "query_mysql"), ("first_look_6", "query_mysql"),
+        ("first_look_7", "query_metrics"), ("first_look_8", "query_metrics")]
+    assert [args.get("level") for _, _, args, _ in calls[:3]] == ["ERROR", "WARN", "ERROR"]
+    assert [args["sql"] for _, _, args, _ in calls[3:6]] == [
+        "SHOW TABLES", "SELECT * FROM deployments ORDER BY 1 DESC LIMIT 5", "SELECT * FROM changes ORDER BY 1 DESC LIMIT 5"]
+    assert boundary.started == [f"first_look_{n}" for n in range(1, 9)]
+    assert boundary.finished[:2] == ["first_look_2", "first_look_1"]  # at once: the quick one finished first
+
+
+async def test_the_call_bound_and_a_cancel_hold_for_calls_at_once() -> None:
+    bounded = _Boundary()
+    calls = await _first_look(bounded, max_calls=5).run(_ctx("why is order-service failing?"))
+    assert [call_id for call_id, *_ in calls] == [f"first_look_{n}" for n in range(1, 6)]
+    assert bounded.started == [f"first_look_{n}" for n in range(1, 6)]
+    cancelled = _Boundary(cancel_after="first_look_4")  # during SHOW TABLES: nothing after it starts
+    calls = await _first_look(cancelled).run(_ctx("why is order-service failing?"))
+    assert [call_id for call_id, *_ in calls] == [f"first_look_{n}" for n in range(1, 5)]

@@ -32,13 +32,13 @@ def most_frequent_phrase(projection: dict[str, Any] | None) -> str | None:
 
 
 async def logs_first_look(look: Look) -> None:
-    """Per service: its ERROR lines and its WARN lines (every line, the earliest few shown, all counted), then the
-    count of its most frequent ERROR (else WARN) message when more lines exist than were shown."""
+    """Per service: its ERROR lines and its WARN lines (every line, the earliest few shown, all counted; the two at
+    once), then the count of its most frequent ERROR (else WARN) message when more lines exist than were shown."""
     for service in look.scope.services:
-        found: dict[str, dict[str, Any] | None] = {}
-        for level in ("ERROR", "WARN"):
-            found[level] = await look.call(TOOL, {"service": service, "query": EVERY_LINE, "level": level,
-                                                  "limit": SHOWN_LINES, **look.window()})
+        levels = ("ERROR", "WARN")
+        answers = await look.calls_at_once([(TOOL, {"service": service, "query": EVERY_LINE, "level": level,
+                                                    "limit": SHOWN_LINES, **look.window()}) for level in levels])
+        found = dict(zip(levels, answers, strict=True))
         for level in ("ERROR", "WARN"):
             projection = found[level]
             phrase = most_frequent_phrase(projection)

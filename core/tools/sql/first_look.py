@@ -24,7 +24,8 @@ def change_tables(projection: dict[str, Any] | None) -> list[str]:
 
 
 async def sql_first_look(look: Look) -> None:
-    """SHOW TABLES; then the latest rows (highest first column, usually the id) of each deployments / changes table."""
+    """SHOW TABLES; then the latest rows (highest first column, usually the id) of each deployments / changes table
+    (those at once)."""
     tables = await look.call(TOOL, {"sql": "SHOW TABLES"})
-    for table in change_tables(tables):
-        await look.call(TOOL, {"sql": f"SELECT * FROM {table} ORDER BY 1 DESC LIMIT {ROWS}"})
+    await look.calls_at_once([(TOOL, {"sql": f"SELECT * FROM {table} ORDER BY 1 DESC LIMIT {ROWS}"})
+                              for table in change_tables(tables)])
