@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import os
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -50,6 +51,9 @@ class _Lines:
     rows: list[tuple[str, int, int, bool]]
     """(lower-cased message, start, end, plain) of each line in `data`; plain: an ASCII line without escapes whose
     service and message are strings, so a term in its message is also in its raw bytes."""
+    unplain: list[int]
+    """The positions of the rows that are not plain, ascending (most files have none): only those are checked
+    against the raw prefilter, so a query over a window of plain lines makes no test per line."""
 
 
 @dataclass(frozen=True)
@@ -106,7 +110,9 @@ class FileIndex:
         lines: dict[tuple[str, str | None], _Lines] = {}
         for key, entries in grouped.items():
             entries.sort(key=lambda entry: (entry[0], entry[1]))
-            lines[key] = _Lines(stamps=[entry[0] for entry in entries], rows=[entry[2] for entry in entries])
+            rows = [entry[2] for entry in entries]
+            lines[key] = _Lines(stamps=[entry[0] for entry in entries], rows=rows,
+                                unplain=[i for i, row in enumerate(rows) if not row[3]])
         return cls(signature, data, lines, tuple(invalid), tuple(missing), cost)
 
     def scan(self, scan: Scan) -> None:
@@ -120,18 +126,22 @@ class FileIndex:
         lo = bisect.bisect_left(lines.stamps, matcher.start)
         hi = bisect.bisect_right(lines.stamps, matcher.end)
         scan.candidates += hi - lo
-        rows, terms = lines.rows, matcher.terms
-        if not terms:  # every line (the first look's ERROR and WARN calls): no test per line
-            hits = list(range(lo, hi))
-        elif len(terms) == 1:
-            term = terms[0]
-            hits = [i for i in range(lo, hi) if term in rows[i][0]]
-        else:
-            hits = [i for i in range(lo, hi) if all(t in rows[i][0] for t in terms)]
-        data, stamps = self.data, lines.stamps
+        rows, terms, data, stamps = lines.rows, matcher.terms, self.data, lines.stamps
         # The streaming path only sees lines whose raw bytes pass the prefilter (a keyword written as a \uXXXX escape
         # does not): recheck the lines whose raw bytes and parsed text may differ.
-        found = [i for i in hits if rows[i][3] or prefilter_hit(data[rows[i][1]:rows[i][2]].lower(), matcher)]
+        found: Sequence[int]
+        if not terms:  # every line (the first look's ERROR and WARN calls): only the window's unplain lines tested
+            unplain = lines.unplain
+            hidden = {i for i in unplain[bisect.bisect_left(unplain, lo):bisect.bisect_left(unplain, hi)]
+                      if not prefilter_hit(data[rows[i][1]:rows[i][2]].lower(), matcher)}
+            found = [i for i in range(lo, hi) if i not in hidden] if hidden else range(lo, hi)
+        else:
+            if len(terms) == 1:
+                term = terms[0]
+                hits = [i for i in range(lo, hi) if term in rows[i][0]]
+            else:
+                hits = [i for i in range(lo, hi) if all(t in rows[i][0] for t in terms)]
+            found = [i for i in hits if rows[i][3] or prefilter_hit(data[rows[i][1]:rows[i][2]].lower(), matcher)]
         # Matches arrive in ascending (timestamp, line) order: only this file's first `limit` can be kept.
         for position in found[: scan.limit]:
             _, start, end, _ = rows[position]
