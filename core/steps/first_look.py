@@ -163,17 +163,12 @@ class Look:
         """Calls that do not depend on each other, run at the same time; each is numbered as when they run one after
         the other (the first of them first_look_<n + 1>, and so on: each is started, so numbered, before the next
         one is), and the answers come back in their order. The look's wall time is the slowest one's, not their
-        sum; CPU is the same (at one call at a time each still is its own store round trip)."""
+        sum. A TaskGroup: when one fails or the run is cancelled, none is left running."""
         if len(planned) < 2:
             return [await self.call(tool, arguments) for tool, arguments in planned]
-        tasks = [asyncio.ensure_future(self.call(tool, arguments)) for tool, arguments in planned]
-        try:
-            return list(await asyncio.gather(*tasks))
-        except BaseException:
-            for task in tasks:  # one failed or the run was cancelled: none is left running
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-            raise
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(self.call(tool, arguments)) for tool, arguments in planned]
+        return [task.result() for task in tasks]
 
 
 class FirstLookSource(Protocol):
