@@ -10,6 +10,7 @@ NUMBER_NOT_IN_EVIDENCE with a message naming the quantity, its kind and why.
 from __future__ import annotations
 
 import marshal
+import math
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -165,8 +166,12 @@ class Grounder:
         stated: list[Stated] = []
         pending: list[Quantity] = []
         seen: dict[tuple[object, ...], Shown | None] = {}
+        beyond: list[Quantity] = []
         for claim in claims:
             if self._exempt(claim):
+                continue
+            if isinstance(claim.value, float) and not math.isfinite(claim.value):
+                beyond.append(claim)  # 1e400: beyond floats, so no evidence value shows it; searched and derived never
                 continue
             if (
                 claim.kind in NUMERIC_KINDS
@@ -190,7 +195,7 @@ class Grounder:
                 pending.append(claim)
             else:
                 stated.append(Stated(claim, shown))
-        messages: list[str] = []
+        messages = [explain(claim, calls, item.context) for claim in beyond]
         derivations = []
         for claim in pending:
             derived = derive(claim, stated, calls, text)

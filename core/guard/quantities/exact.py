@@ -9,6 +9,7 @@ search; when it finds nothing the guard goes on to the full search.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 from core.guard.quantities.model import Kind, Quantity
@@ -61,7 +62,7 @@ def _unit_ok(text: str, start: int, end: int) -> bool:
 
 
 def _number(value: float) -> str | None:
-    return str(int(value)) if value >= 1 and abs(value - round(value)) < 1e-9 else None
+    return str(int(value)) if 1 <= value < math.inf and abs(value - round(value)) < 1e-9 else None
 
 
 def exact_forms(claim: Quantity) -> tuple[list[str], Check] | None:

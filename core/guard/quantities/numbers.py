@@ -10,6 +10,7 @@ evidence value standing alone (a JSON number, a whole-number string) takes its k
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from types import MappingProxyType
@@ -44,12 +45,15 @@ def _number_value(match: re.Match[str]) -> tuple[float, float]:
     value = float(digits)
     step = 10.0 ** -decimals(digits)
     if match["exp"]:
-        value *= 10.0 ** int(match["exp"])
-        step *= 10.0 ** int(match["exp"])
+        scale = float(f"1e{int(match['exp'])}")  # 1e400 is inf here, where 10.0 ** 400 raises OverflowError
+        value *= scale
+        step *= scale
     if match["mag"]:
         factor = MAGNITUDES[match["mag"]]
         value *= factor
         step *= factor
+    if not math.isfinite(value):
+        return value, 0.0  # beyond any float: no tolerance, which would be infinite and take any evidence value
     return value, step / 2
 
 
@@ -61,12 +65,14 @@ def _unit_quantity(match: re.Match[str], value: float, tol: float, text: str) ->
     if match["pct"]:
         return Quantity(Kind.PERCENT, value, text, start, end, tol)
     if match["rtime"] or match["rshort"]:
-        per = match["rtime"] or RATE_SHORTHANDS[match["rshort"].lower()]
-        seconds = DURATION_SECONDS[per.lower()] if per.lower() in DURATION_SECONDS else DURATION_SECONDS[per.lower()[0]]
+        per = match["rtime"] or RATE_SHORTHANDS.get(_fold(match["rshort"]), "")
+        seconds = DURATION_SECONDS.get(_fold(per)) or DURATION_SECONDS.get(_fold(per)[:1])
+        if seconds is None:
+            return None  # a spelling only the pattern's case folding took for a unit: the number stays plain
         return Quantity(Kind.RATE, value / seconds, text, start, end, tol / seconds)
     if unit is None:
         return None
-    spelled = unit if unit in DURATION_SECONDS else unit.lower()
+    spelled = unit if unit in DURATION_SECONDS else _fold(unit)
     if spelled in DURATION_SECONDS and unit not in {"M"}:
         factor = DURATION_SECONDS[spelled]
         return Quantity(Kind.DURATION, value * factor, text, start, end, tol * factor)
@@ -74,6 +80,16 @@ def _unit_quantity(match: re.Match[str], value: float, tol: float, text: str) ->
         decimal, binary = SIZE_BYTES[spelled.lower()]
         return Quantity(Kind.SIZE, value * decimal, text, start, end, tol * decimal, alt=value * binary)
     return None
+
+
+_RE_FOLDS = str.maketrans({"ſ": "s", "ı": "i", "İ": "i", "\u212a": "k"})
+"""Letters that re's IGNORECASE matches to an ASCII letter of a unit while str.lower() keeps them apart (long s,
+dotless i, capital I with dot, the Kelvin sign): '12 per ſec' is the pattern's '12 per sec'."""
+
+
+def _fold(spelling: str) -> str:
+    """A unit as the table spells it, whatever case folding the token pattern matched it with."""
+    return spelling.translate(_RE_FOLDS).lower()
 
 
 def key_kind(key: str) -> tuple[Kind, float] | None:
