@@ -107,9 +107,17 @@ def _ranges(text: str, found: list[Quantity]) -> list[Quantity]:
 _BARE_DIGITS = re.compile(r"\d[\d,]*(?:\.\d+)?")
 
 
+_LAST_SEPARATOR = re.compile(r".*[=()\[\]{};\"'!?<>&*@|\\~^$`\t\n\r]", re.DOTALL)
+"""Up to the last character no token holds (any punctuation but `_-/.:,%#+`): a token covering an offset after it
+starts after it, and scanning from there finds the same tokens after it (nothing before it reaches past it), unless
+a letter follows it (scan takes a word right after its start as a possible month name, which after a separator it
+never is)."""
+
+
 def extract_at(text: str, offset: int) -> list[Quantity]:
     """The quantity of `text` whose token covers `offset` (empty when none), as extract(text, words=False) would
-    find it, reading only a few words around it: no token spans more than three spaces before its digits."""
+    find it, reading only a few words around it: no token spans more than three spaces before its digits, nor
+    holds a separator (`=`, a bracket, a quote: `idle=0` is read from its `0`)."""
     start = offset
     for _ in range(3):
         space = text.rfind(" ", 0, start)
@@ -118,6 +126,9 @@ def extract_at(text: str, offset: int) -> list[Quantity]:
             break
         start = space
     start = start + 1 if start > 0 or text[:1] == " " else 0
+    separated = _LAST_SEPARATOR.match(text, start, offset)
+    if separated is not None and not text[separated.end() : separated.end() + 1].isalpha():
+        start = separated.end()  # (after a letter a month name could start there: `(Nov 3` is not read as a date)
     for match in scan(text, start):
         if match.end() > offset:
             if match.start() > offset:

@@ -84,7 +84,8 @@ def _plain_forms(text: str) -> str:
     return text
 
 
-_ROMAN_LETTERS = re.compile(r"[MDCLXVI]{2}")
+_ROMAN_LETTERS = re.compile(r"[MDCLXVI][MDCLXVI]")
+"""Two numeral letters in a row (written out, not `{2}`: a leading character class lets the search skip ahead in C)."""
 _UNIT_WORD = re.compile(r"\ban? (?:hour|minute|second|day|week)\b", re.IGNORECASE)
 _STEMS = ("one", "two", "thre", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twel", "twent",
           "thirt", "fift", "hundred", "thousand", "million", "billion", "dozen", "twice", "thrice", "couple", "pair")
