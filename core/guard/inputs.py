@@ -139,7 +139,8 @@ def parse_projection_keyed(
     """
     if key is None:
         return parse_projection(projection)
-    return kept.get_or_make(key, lambda: parse_projection(projection))
+    found = kept.get(key)
+    return kept.put(key, parse_projection(projection)) if found is None else found
 
 
 @dataclass
