@@ -230,10 +230,28 @@ async def test_indexed_answers_equal_streamed_answers(tricky_dir: Path) -> None:
         for kwargs in QUERIES:
             expected = await streaming.run(LogsArgs(**kwargs))
             _same(await small_chunks.run(LogsArgs(**kwargs)), expected)
-            for _ in range(3):  # first sight streams, the second builds the index, the third uses it
+            # first sight streams, the second builds the index, the third uses it, the fourth keeps the lines
+            # holding its terms, the fifth bisects those
+            for _ in range(5):
                 _same(await cached.run(LogsArgs(**kwargs)), expected)
     assert len(cached._index) == 4
     assert len(streaming._index) == 0
+
+
+async def test_kept_term_lines_answer_other_windows_like_the_stream(tricky_dir: Path) -> None:
+    """The lines an index keeps for a query's terms serve the same terms over any window (and level) exactly as
+    the streaming scan answers them."""
+    streaming = LogsTool(tricky_dir, lambda: NOW, index_max_file_bytes=0)
+    cached = LogsTool(tricky_dir, lambda: NOW)
+    windows = [("2026-11-29T21:00:00Z", "2026-11-29T23:05:00Z"), ("2026-11-29T23:04:00Z", "2026-11-29T23:13:00Z"),
+               ("2026-11-29T23:13:00Z", "2026-11-29T23:59:00Z"), ("2026-11-29T20:00:00Z", "2026-11-29T20:30:00Z")]
+    for query in ("connection", "tie connection", '"raw connection"', "took>500ms"):
+        for level in (None, "ERROR", "WARN"):
+            for _ in range(3):
+                for start, end in windows:
+                    args = LogsArgs(service="order-service", query=query, level=level, start=start, end=end, limit=2)
+                    _same(await cached.run(args), await streaming.run(args))
+    assert any(index._hits for index in cached._index._indexes.values())  # the kept lines were used
 
 
 async def test_escaped_keyword_and_kelvin_sign_behave_like_the_stream(tricky_dir: Path) -> None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 import bisect
 import os
 import threading
+from array import array
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -27,6 +28,9 @@ DEFAULT_INDEX_MAX_BYTES = 96 * 1024 * 1024
 """Estimated memory of all indexes of one tool (file bytes + per-line entries); files beyond it are streamed."""
 _ROW_OVERHEAD_BYTES = 256
 """Estimated memory of one indexed line besides its message text (tuple, datetime, offsets, list slots)."""
+KEPT_TERMS = 16
+"""Queries' terms whose matching lines one file index keeps (past it the memo starts again)."""
+_TermsKey = tuple[str, str | None, tuple[str, ...]]
 
 
 @dataclass(frozen=True)
@@ -69,6 +73,22 @@ class FileIndex:
     missing: tuple[bytes, ...]
     """Lower-cased raw lines without a required field (same)."""
     cost: int
+    _seen: dict[_TermsKey, None] = field(default_factory=dict, compare=False, repr=False)
+    """(service, level, terms) queried once (at most 4 * KEPT_TERMS, then it starts again)."""
+    _hits: dict[_TermsKey, array[int]] = field(default_factory=dict, compare=False, repr=False)
+    """For terms asked a second time: the positions of every line of the service (and level) whose message holds
+    them, so a query repeated over another window (the first look's count of a service's most frequent message,
+    each run) bisects them instead of searching every message of its window again. A pure function of the
+    immutable file (a race between threads computes one twice, alike); at most KEPT_TERMS per file."""
+
+    def _keep_hits(self, key: _TermsKey, rows: list[tuple[str, int, int, bool]], terms: tuple[str, ...], lo: int,
+                   hi: int) -> list[int]:
+        """The window's lines holding the terms, after keeping every line's that holds them."""
+        if len(self._hits) >= KEPT_TERMS:
+            self._hits.clear()
+        every = array("l", _holding(rows, terms, 0, len(rows)))
+        self._hits[key] = every
+        return list(every[bisect.bisect_left(every, lo):bisect.bisect_left(every, hi)])
 
     @classmethod
     def build(cls, signature: FileSignature, data: bytes) -> FileIndex:
@@ -136,12 +156,21 @@ class FileIndex:
                       if not prefilter_hit(data[rows[i][1]:rows[i][2]].lower(), matcher)}
             found = [i for i in range(lo, hi) if i not in hidden] if hidden else range(lo, hi)
         else:
-            if len(terms) == 1:
-                term = terms[0]
-                hits = [i for i in range(lo, hi) if term in rows[i][0]]
+            key = (matcher.service, matcher.level, terms)
+            known = self._hits.get(key)
+            if known is not None:  # this file's lines holding the terms, found by an earlier query: the window's
+                hits: Sequence[int] = known[bisect.bisect_left(known, lo):bisect.bisect_left(known, hi)]
+            elif key in self._seen:
+                hits = self._keep_hits(key, rows, terms, lo, hi)
             else:
-                hits = [i for i in range(lo, hi) if all(t in rows[i][0] for t in terms)]
-            found = [i for i in hits if rows[i][3] or prefilter_hit(data[rows[i][1]:rows[i][2]].lower(), matcher)]
+                if len(self._seen) >= 4 * KEPT_TERMS:
+                    self._seen.clear()
+                self._seen[key] = None
+                hits = _holding(rows, terms, lo, hi)
+            unplain = lines.unplain
+            hidden = {i for i in unplain[bisect.bisect_left(unplain, lo):bisect.bisect_left(unplain, hi)]
+                      if not prefilter_hit(data[rows[i][1]:rows[i][2]].lower(), matcher)}
+            found = [i for i in hits if i not in hidden] if hidden else hits
         # Matches arrive in ascending (timestamp, line) order: only this file's first `limit` can be kept.
         for position in found[: scan.limit]:
             _, start, end, _ = rows[position]
@@ -149,6 +178,14 @@ class FileIndex:
         rest = found[scan.limit :]
         if rest:
             scan.count(stamps[rest[0]], stamps[rest[-1]], len(rest))
+
+
+def _holding(rows: list[tuple[str, int, int, bool]], terms: tuple[str, ...], lo: int, hi: int) -> list[int]:
+    """The positions in [lo, hi) of the rows whose lower-cased message holds every term."""
+    if len(terms) == 1:
+        term = terms[0]
+        return [i for i in range(lo, hi) if term in rows[i][0]]
+    return [i for i in range(lo, hi) if all(t in rows[i][0] for t in terms)]
 
 
 class IndexCache:

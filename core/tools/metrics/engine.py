@@ -129,24 +129,42 @@ class Select(Node):
         rows: list[tuple[Labels, list[tuple[float, float]]]] = []
         offset = self.offset_s
         for labels, s in zip(self.labels, self.series, strict=True):
-            st, sv = s.times, s.values
+            st = s.times
             if not st:
                 continue
             # only the times that can see a sample (from the first sample to the last one's lookback, a second
-            # wider for rounding; the test below is the exact one)
+            # wider for rounding; the test in _points is the exact one)
             first = bisect_left(times, st[0] + offset - 1.0)
             last = bisect_right(times, st[-1] + offset + LOOKBACK_S + 1.0, first)
-            points = []
-            lo = 0
-            for at in times[first:last]:
-                at_t = at - offset
-                lo = bisect_right(st, at_t, lo)
-                if lo and at_t - st[lo - 1] <= LOOKBACK_S:
-                    points.append((at, sv[lo - 1]))
+            points = _points(times, first, last, offset, st, s.values)
             if points:
                 rows.append((labels, points))
         rows.sort(key=lambda row: row[1][0][0])  # stable: by first appearance, then in series order
         return dict(rows)
+
+
+def _points(times: Sequence[float], first: int, last: int, offset: float, st: Sequence[float],
+            sv: Sequence[float]) -> list[tuple[float, float]]:
+    """One series' points at times[first:last]: its latest sample at or before each time - offset, within the
+    lookback. Each search starts where the previous one ended and first looks only as far ahead as the previous
+    one moved (the steps of a subquery are evenly spaced, and so are most series' samples), then, when the sample
+    is beyond that, at the rest: every comparison reads a sample out of the series' array (a new float), so fewer
+    comparisons are most of the cost."""
+    points = []
+    lo, stride, count = 0, 1, len(st)
+    for i in range(first, last):
+        at_t = times[i] - offset
+        hi = lo + stride + 1
+        if hi < count:
+            found = bisect_right(st, at_t, lo, hi)
+            if found == hi:  # every sample up to hi is at or before at_t: the rest decides
+                found = bisect_right(st, at_t, hi)
+        else:
+            found = bisect_right(st, at_t, lo)
+        stride, lo = found - lo, found
+        if lo and at_t - st[lo - 1] <= LOOKBACK_S:
+            points.append((times[i], sv[lo - 1]))
+    return points
 
 
 @dataclass(frozen=True, eq=False)
@@ -185,11 +203,17 @@ class Subquery(RangeNode):
     def matrix(self, t: float, budget: Budget) -> Matrix:
         end = t - self.offset_s
         start = end - self.range_s
-        first = math.ceil(start / self.step_s - 1e-9) * self.step_s
-        times: list[float] = []
-        while first + len(times) * self.step_s <= end + 1e-9:
-            times.append(first + len(times) * self.step_s)
-        return self.inner.steps(times, budget)
+        step = self.step_s
+        first = math.ceil(start / step - 1e-9) * step
+        # the times first + k * step up to end (as adding one step at a time would test them): the count from a
+        # division, then checked against that test
+        bound = end + 1e-9
+        count = max(0, int((bound - first) // step) + 1) if bound >= first else 0
+        while count and first + (count - 1) * step > bound:
+            count -= 1
+        while first + count * step <= bound:
+            count += 1
+        return self.inner.steps([first + k * step for k in range(count)], budget)
 
 
 @dataclass(frozen=True, eq=False)

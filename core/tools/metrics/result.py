@@ -36,25 +36,37 @@ class IsoTimes(dict[float, str]):
         return text
 
 
-def point(p: Point, times: IsoTimes | None = None) -> dict[str, Any]:
-    return {"t": iso(p.t) if times is None else times[p.t], "v": number(p.v)}
+class ShownNumbers(dict[float, float | None]):
+    """number() of the values of one result, each worked out once: a series' summary repeats values of its points
+    (an instant query's one point is its first, last, min, max and mean). Equal floats show alike (0.0 and -0.0 both
+    as 0); a NaN is a new key each time, shown as None."""
+
+    def __missing__(self, value: float) -> float | None:
+        shown = self[value] = number(value)
+        return shown
 
 
-def series_item(series: Series, unit: SeriesUnit, points: int = RAW_POINTS, times: IsoTimes | None = None
-                ) -> dict[str, Any]:
-    """One series as a raw item (its summary from every point, its points downsampled); `times` remembers the
-    times written for the result's other series."""
+def point(p: Point, times: IsoTimes | None = None, numbers: ShownNumbers | None = None) -> dict[str, Any]:
+    return {"t": iso(p.t) if times is None else times[p.t], "v": number(p.v) if numbers is None else numbers[p.v]}
+
+
+def series_item(series: Series, unit: SeriesUnit, points: int = RAW_POINTS, times: IsoTimes | None = None,
+                numbers: ShownNumbers | None = None) -> dict[str, Any]:
+    """One series as a raw item (its summary from every point, its points downsampled); `times` and `numbers`
+    remember the times and values written for the result's other series."""
     times = IsoTimes() if times is None else times
+    numbers = ShownNumbers() if numbers is None else numbers
     summary = summarize(series)
     item: dict[str, Any] = {"metric": series.name, "labels": dict(sorted(series.labels.items())),
                             "unit": unit.unit, "kind": unit.kind, "points_total": len(series)}
     if summary is not None:
-        item |= {"first": point(summary.first, times), "last": point(summary.last, times),
-                 "min": point(summary.low, times), "max": point(summary.high, times), "mean": number(summary.mean)}
+        item |= {"first": point(summary.first, times, numbers), "last": point(summary.last, times, numbers),
+                 "min": point(summary.low, times, numbers), "max": point(summary.high, times, numbers),
+                 "mean": numbers[summary.mean]}
         keep: tuple[float, ...] = (summary.low.t, summary.high.t)
     else:
         keep = ()
-    item["points"] = [[times[p.t], number(p.v)] for p in downsample(series, points, keep)]
+    item["points"] = [[times[p.t], numbers[p.v]] for p in downsample(series, points, keep)]
     return item
 
 
@@ -68,8 +80,8 @@ def raw_result(fetched: Fetched, query: CheckedQuery, window: Window, max_series
     """The raw result of one call: the top `max_series` series by peak, highest first."""
     units = {id(s): u for s, u in zip(fetched.series, fetched.units, strict=True)}
     shown = top_by_peak(fetched.series, max_series)
-    times = IsoTimes()
-    items = [series_item(s, units[id(s)], times=times) for s in shown]
+    times, numbers = IsoTimes(), ShownNumbers()
+    items = [series_item(s, units[id(s)], times=times, numbers=numbers) for s in shown]
     total = len(fetched.series)
     notes: dict[str, Any] = dict(fetched.notes)
     notes |= {"series_total": total, "series_listed": len(items), "order": "highest peak first"}

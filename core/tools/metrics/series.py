@@ -55,6 +55,12 @@ class Summary:
 def summarize(series: Series) -> Summary | None:
     """The summary of a series' finite values, or None when it has none."""
     times, values = series.times, series.values
+    if len(values) == 1:  # an instant query's series: its one point is all of the summary
+        only = values[0]
+        if not math.isfinite(only):
+            return None
+        at = Point(times[0], only)
+        return Summary(first=at, last=at, low=at, high=at, mean=math.fsum(values), points=1)
     finite = [i for i, v in enumerate(values) if math.isfinite(v)] if _has_nonfinite(values) else None
     if finite is not None:
         if not finite:

@@ -10,6 +10,7 @@ again on every call. A failed call's connection is closed. Each kept connection 
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import threading
@@ -96,14 +97,21 @@ def file_key(url: URL) -> _Key | None:
     database = url.database or ""
     if database in ("", ":memory:"):
         return None
-    path = Path(database).expanduser().resolve()
+    # Path(database).expanduser().resolve() without its Path objects and its second stat (which only turns a
+    # symlink loop into RuntimeError: kept below): called on every statement.
+    path = os.path.realpath(str(Path(database).expanduser()) if database.startswith("~") else database)
     try:
         stat = os.stat(path)
-    except (OSError, ValueError):
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise RuntimeError(f"Symlink loop from {exc.filename!r}") from exc
+        stat = None
+    except ValueError:
         stat = None
     if stat is None or not S_ISREG(stat.st_mode):
-        raise ToolFailure("BACKEND_UNAVAILABLE", f"The SQLite database '{path.name}' does not exist on the server.")
-    return str(path), stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
+        name = os.path.basename(path)
+        raise ToolFailure("BACKEND_UNAVAILABLE", f"The SQLite database '{name}' does not exist on the server.")
+    return path, stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns
 
 
 def _open(url: URL, kept: KeptConnections | None) -> tuple[sqlite3.Connection, _Key | None]:
