@@ -31,7 +31,7 @@ from core.evidence.projection import MIN_PROJECTION_BYTES, ProjectionBounds, pro
 from core.evidence.raw_cap import DEFAULT_RAW_MAX_BYTES
 from core.evidence.redaction import Redactor
 from core.observability.metrics import Metrics
-from core.ports import AuditStore, CanonicalStore, PendingClaims
+from core.ports import AuditStore, CanonicalStore, DumpedPuts, PendingClaims
 from core.run import DeadlinePassed, RunCancelled, RunContext, bounded
 from core.tools.contract import InvalidArguments, Tool, ToolSpec
 from core.tools.native import as_tool
@@ -63,6 +63,8 @@ class _Call:
     reserved_bytes: int = 0
     max_bytes: int = MIN_PROJECTION_BYTES
     raw_bytes: int = 0
+    raw_json: str | None = None
+    """The capped raw result's JSON (what sized it: the canonical store writes it as it is)."""
     projected: tuple[dict[str, Any], int] | None = None
     """The result's projection and its size, made in the same worker thread as its capping (one hop, not two)."""
 
@@ -94,6 +96,7 @@ class ToolBoundary:
         self._tools: dict[str, Tool[Any]] = {str(name): as_tool(tool) for name, tool in tools.items()}
         self._canonical = canonical
         self._claims_pending = canonical if isinstance(canonical, PendingClaims) else None
+        self._dumped_puts = canonical if isinstance(canonical, DumpedPuts) else None
         self._audit = audit
         self._max_bytes = projection_max_bytes
         self._raw_max_bytes = raw_max_bytes
@@ -276,7 +279,8 @@ class ToolBoundary:
         capped = capped_for_record(call.name, raw, self._raw_max_bytes)
         if isinstance(capped, ToolError):
             return capped
-        raw, call.raw_bytes = capped
+        raw, call.raw_json = capped
+        call.raw_bytes = len(call.raw_json)
         call.projected = self._project(call, raw, None)
         return raw
 
@@ -331,7 +335,10 @@ class ToolBoundary:
             state = InvocationState.FAILED if error is not None else InvocationState.READY
             record = self._record(call, state, raw, projection, error, duration_ms)
             try:
-                await self._canonical.put(record)
+                if self._dumped_puts is not None and raw is not None and call.raw_json is not None:
+                    await self._dumped_puts.put_dumped(record, call.raw_json)
+                else:
+                    await self._canonical.put(record)
             except StoreUnavailable:
                 if error is None:  # a result nobody can verify must not reach the agent as evidence
                     return await self._store_down(call)
