@@ -27,6 +27,7 @@ from core.contracts.progress import ProgressStage
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.evidence.call_steps import capped_for_record, note_untrusted, parse_arguments, report_progress
+from core.evidence.offload import offload
 from core.evidence.projection import MIN_PROJECTION_BYTES, ProjectionBounds, project_sized, projection_size
 from core.evidence.raw_cap import DEFAULT_RAW_MAX_BYTES
 from core.evidence.redaction import Redactor
@@ -265,7 +266,7 @@ class ToolBoundary:
         if failure is None:
             if isinstance(result, RawResult):
                 # Serialising, capping and projecting a big result is CPU work: off the event loop, so acks stay fast.
-                return await asyncio.to_thread(self._measured_projected, call, result)
+                return await offload(self._measured_projected, call, result)
             logger.warning("tool %s returned %s instead of RawResult", name, type(result).__name__)
         elif isinstance(failure, ToolFailure):
             return ToolError(code=failure.code, message=failure.message)
@@ -329,7 +330,7 @@ class ToolBoundary:
         elif call.projected is not None and error is None:  # made with the capping, off the event loop
             projection, size = call.projected
         else:  # redaction and bounding of a real result is CPU work: off the event loop
-            projection, size = await asyncio.to_thread(self._project, call, raw, error)
+            projection, size = await offload(self._project, call, raw, error)
         note_untrusted(call.ctx, projection)
         if write_record and call.spec is not None:
             state = InvocationState.FAILED if error is not None else InvocationState.READY
