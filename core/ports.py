@@ -68,6 +68,17 @@ class PendingClaims(Protocol):
 
 
 @runtime_checkable
+class DumpedPuts(Protocol):
+    """A canonical store that takes a record with its raw result already encoded (both stores of
+    core/stores/canonical.py): the boundary sizes every raw result by encoding it, so the store need not encode it a
+    second time; ToolBoundary uses put for any other."""
+
+    async def put_dumped(self, record: CanonicalRecord, raw_json: str | None) -> None:
+        """put(record), `raw_json` being `record.raw_result.model_dump_json()` (None: the store encodes it)."""
+        ...
+
+
+@runtime_checkable
 class RecordDumps(Protocol):
     """A canonical store that hands out a run's records as the JSON objects it keeps (both stores of
     core/stores/canonical.py): what `model_dump(mode="json", exclude={"raw_result"})` of each list_run record gives,

@@ -27,11 +27,12 @@ from core.contracts.progress import ProgressStage
 from core.contracts.run import EventType
 from core.errors import StoreUnavailable, ToolFailure
 from core.evidence.call_steps import capped_for_record, note_untrusted, parse_arguments, report_progress
+from core.evidence.offload import offload
 from core.evidence.projection import MIN_PROJECTION_BYTES, ProjectionBounds, project_sized, projection_size
 from core.evidence.raw_cap import DEFAULT_RAW_MAX_BYTES
 from core.evidence.redaction import Redactor
 from core.observability.metrics import Metrics
-from core.ports import AuditStore, CanonicalStore, PendingClaims
+from core.ports import AuditStore, CanonicalStore, DumpedPuts, PendingClaims
 from core.run import DeadlinePassed, RunCancelled, RunContext, bounded
 from core.tools.contract import InvalidArguments, Tool, ToolSpec
 from core.tools.native import as_tool
@@ -63,6 +64,8 @@ class _Call:
     reserved_bytes: int = 0
     max_bytes: int = MIN_PROJECTION_BYTES
     raw_bytes: int = 0
+    raw_json: str | None = None
+    """The capped raw result's JSON (what sized it: the canonical store writes it as it is)."""
     projected: tuple[dict[str, Any], int] | None = None
     """The result's projection and its size, made in the same worker thread as its capping (one hop, not two)."""
 
@@ -94,6 +97,7 @@ class ToolBoundary:
         self._tools: dict[str, Tool[Any]] = {str(name): as_tool(tool) for name, tool in tools.items()}
         self._canonical = canonical
         self._claims_pending = canonical if isinstance(canonical, PendingClaims) else None
+        self._dumped_puts = canonical if isinstance(canonical, DumpedPuts) else None
         self._audit = audit
         self._max_bytes = projection_max_bytes
         self._raw_max_bytes = raw_max_bytes
@@ -262,7 +266,7 @@ class ToolBoundary:
         if failure is None:
             if isinstance(result, RawResult):
                 # Serialising, capping and projecting a big result is CPU work: off the event loop, so acks stay fast.
-                return await asyncio.to_thread(self._measured_projected, call, result)
+                return await offload(self._measured_projected, call, result)
             logger.warning("tool %s returned %s instead of RawResult", name, type(result).__name__)
         elif isinstance(failure, ToolFailure):
             return ToolError(code=failure.code, message=failure.message)
@@ -276,7 +280,8 @@ class ToolBoundary:
         capped = capped_for_record(call.name, raw, self._raw_max_bytes)
         if isinstance(capped, ToolError):
             return capped
-        raw, call.raw_bytes = capped
+        raw, call.raw_json = capped
+        call.raw_bytes = len(call.raw_json)
         call.projected = self._project(call, raw, None)
         return raw
 
@@ -325,13 +330,16 @@ class ToolBoundary:
         elif call.projected is not None and error is None:  # made with the capping, off the event loop
             projection, size = call.projected
         else:  # redaction and bounding of a real result is CPU work: off the event loop
-            projection, size = await asyncio.to_thread(self._project, call, raw, error)
+            projection, size = await offload(self._project, call, raw, error)
         note_untrusted(call.ctx, projection)
         if write_record and call.spec is not None:
             state = InvocationState.FAILED if error is not None else InvocationState.READY
             record = self._record(call, state, raw, projection, error, duration_ms)
             try:
-                await self._canonical.put(record)
+                if self._dumped_puts is not None and raw is not None and call.raw_json is not None:
+                    await self._dumped_puts.put_dumped(record, call.raw_json)
+                else:
+                    await self._canonical.put(record)
             except StoreUnavailable:
                 if error is None:  # a result nobody can verify must not reach the agent as evidence
                     return await self._store_down(call)

@@ -12,7 +12,7 @@ from typing import Any
 from core.contracts.evidence import EvidenceStatus, RawResult, ToolError
 from core.contracts.progress import SUBJECT_MAX, ProgressStage, ProgressUpdate, ToolProgress
 from core.evidence.instructions import may_hold_spans, spans_in
-from core.evidence.raw_cap import cap_raw
+from core.evidence.raw_cap import cap_raw_json
 from core.evidence.subjects import cut_words
 from core.run import RunContext
 from core.tools.contract import ToolSpec
@@ -57,11 +57,11 @@ def parse_arguments(arguments: str | dict[str, Any] | None) -> dict[str, Any] | 
     return normalised
 
 
-def capped_for_record(name: str, raw: RawResult, max_bytes: int) -> tuple[RawResult, int] | ToolError:
-    """The raw result sized once and capped for the canonical record, with its size; one that cannot be serialised
-    (or not even its first item fits the cap) could never be stored or verified."""
+def capped_for_record(name: str, raw: RawResult, max_bytes: int) -> tuple[RawResult, str] | ToolError:
+    """The raw result sized once and capped for the canonical record, with its JSON (the store writes it as it is);
+    one that cannot be serialised (or not even its first item fits the cap) could never be stored or verified."""
     try:
-        capped = cap_raw(raw, max_bytes)
+        capped = cap_raw_json(raw, max_bytes)
     except ValueError:
         logger.warning("tool %s returned values that cannot be serialised", name)
         message = f"The {name} backend returned values that cannot be stored; this call is not evidence."

@@ -33,32 +33,34 @@ def compact_json_size(value: Any) -> int | None:
     return None if extra is None else len(written) + extra
 
 
+_PLAIN = frozenset({str, int, bool, type(None)})
+"""The types both write alike whatever the value (a container's items of these are skipped with one set lookup)."""
+
+
 def _float_difference(value: Any) -> int | None:
     """How many more bytes json writes than orjson for the floats in value; None when value is not only JSON's types
     (only called after orjson encoded it: no cycle, bounded depth, every dict key a str)."""
     kind = type(value)
-    if kind is str or kind is int or kind is bool or value is None:
-        return 0
-    if kind is float:
-        if value == 0.0 or _SAME_LOW <= abs(value) < _SAME_HIGH:
-            return 0
-        return len(repr(value)) - len(orjson.dumps(value)) if math.isfinite(value) else None
     if kind is dict:
         # Its keys are all exactly str: orjson, which wrote the value first, refuses any other key (a str subclass,
         # an int, None...) without OPT_NON_STR_KEYS, so they are not tested again here (that test was most of a
         # projection's walk: a generator over every dict's keys).
-        return _items_difference(value.values())
-    if kind is list or kind is tuple:
-        return _items_difference(value)
-    return None
-
-
-def _items_difference(items: Iterable[Any]) -> int | None:
-    """_float_difference summed over a container's items (scalars other than floats skipped without a call)."""
+        items: Iterable[Any] = value.values()
+    elif kind is list or kind is tuple:
+        items = value
+    elif kind in _PLAIN:
+        return 0
+    elif kind is float:
+        if value == 0.0 or _SAME_LOW <= abs(value) < _SAME_HIGH:
+            return 0
+        return len(repr(value)) - len(orjson.dumps(value)) if math.isfinite(value) else None
+    else:
+        return None
+    # The items in the same loop (one call per container, none per scalar): other scalars than floats skipped.
     extra = 0
     for item in items:
         held = type(item)
-        if held is str or held is int or held is bool or item is None:
+        if held in _PLAIN:
             continue
         if held is float and (item == 0.0 or _SAME_LOW <= abs(item) < _SAME_HIGH):
             continue  # written alike by both (the common case: no call)

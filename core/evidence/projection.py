@@ -63,6 +63,10 @@ class _Cut:
         return out
 
     def text(self, value: Any, limit: int) -> str:
+        if type(value) is str and len(value) <= limit:  # a text cleaned before, still within the limit: as it was
+            known = self.memo.get(value)
+            if known is not None and len(known) <= limit:
+                return known  # what clean_text returns for it (one window, nothing cut), without its steps
         out, cut = clean_text(value, limit, self.redact)
         self.happened |= cut
         return out

@@ -29,6 +29,13 @@ def cap_raw(raw: RawResult, max_bytes: int = DEFAULT_RAW_MAX_BYTES) -> tuple[Raw
     """(raw, its JSON size) when it fits max_bytes; else the longest prefix of items/rows that fits, with a note, and
     its size; None when not even the first item fits (the call is then an error, never an empty answer).
     Raises ValueError when the kept part cannot be serialised."""
+    capped = cap_raw_json(raw, max_bytes)
+    return None if capped is None else (capped[0], len(capped[1]))
+
+
+def cap_raw_json(raw: RawResult, max_bytes: int = DEFAULT_RAW_MAX_BYTES) -> tuple[RawResult, str] | None:
+    """cap_raw, with the kept result's JSON (`model_dump_json()`, what sized it) instead of its size: the canonical
+    store writes that JSON as it is rather than encoding the result a second time."""
     field = "rows" if raw.rows else "items"
     entries: list[Any] = getattr(raw, field)
     budget = max_bytes - _RESERVE - _size(raw.columns) - _size(raw.effective_arguments) - _size(raw.notes)
@@ -39,9 +46,9 @@ def cap_raw(raw: RawResult, max_bytes: int = DEFAULT_RAW_MAX_BYTES) -> tuple[Raw
             break
         kept += 1
     if kept == len(entries):
-        return raw, len(raw.model_dump_json())
+        return raw, raw.model_dump_json()
     if kept == 0:
         return None
     note = {"kept": kept, "of": len(entries), "max_bytes": max_bytes}
     capped = raw.model_copy(update={field: entries[:kept], "notes": {**raw.notes, "canonical_truncated": note}})
-    return capped, len(capped.model_dump_json())
+    return capped, capped.model_dump_json()

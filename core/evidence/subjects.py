@@ -41,6 +41,24 @@ def flat(text: Any) -> str:
     return _REDACTOR.redact(_SPACE.sub(" ", str(text)).strip())
 
 
+_MEMO_ENTRIES = 2048
+_MEMO_TEXT_CHARS = 1024
+
+
+class _Remembered:
+    """Bounded memos for the process, as the redactor's: shorten's answers for short texts (the same services,
+    queries, levels and statements are shortened when each call starts, when it ends and for the report: a pure
+    function of the text and the limit, the rules being the shipped ones) and short_window's for ISO-time strings (a
+    run's calls share a window, and the first look's repeat)."""
+
+    def __init__(self) -> None:
+        self.shortened: dict[tuple[str, int], str] = {}
+        self.windows: dict[tuple[str, str], str] = {}
+
+
+_MEMO = _Remembered()
+
+
 def shorten(text: Any, limit: int) -> str:
     """Collapse whitespace, redact secrets and cut to `limit` characters at a token boundary, with a marker.
 
@@ -48,6 +66,20 @@ def shorten(text: Any, limit: int) -> str:
     on the event loop when a call starts and ends); the window grows while whitespace or redaction shrank it so much
     that the cut could fall short of it. What lies past the window is never shown, so a secret cut by the window's
     edge is beyond the cut too."""
+    if type(text) is str and len(text) <= _MEMO_TEXT_CHARS:
+        key = (text, limit)
+        shortened = _MEMO.shortened
+        known = shortened.get(key)
+        if known is None:
+            known = _shorten(text, limit)
+            if len(shortened) >= _MEMO_ENTRIES:
+                shortened.clear()  # atomic: projection threads and the loop may share the memo
+            shortened[key] = known
+        return known
+    return _shorten(text, limit)
+
+
+def _shorten(text: Any, limit: int) -> str:
     raw = str(text)
     window = limit * 4 + 256
     while True:
@@ -105,6 +137,20 @@ def window_text(start: Any, end: Any) -> str:
 
 def short_window(start: Any, end: Any) -> str:
     """'22:30-23:30 UTC' (same day; an en dash in the text) or '' when the window is not known yet."""
+    if type(start) is str and type(end) is str and len(start) <= 64 and len(end) <= 64:
+        key = (start, end)
+        windows = _MEMO.windows
+        known = windows.get(key)
+        if known is None:
+            known = _short_window(start, end)
+            if len(windows) >= _MEMO_ENTRIES:
+                windows.clear()
+            windows[key] = known
+        return known
+    return _short_window(start, end)
+
+
+def _short_window(start: Any, end: Any) -> str:
     a, b = _parse_time(start), _parse_time(end)
     if a is None or b is None:
         return ""

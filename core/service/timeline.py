@@ -66,6 +66,13 @@ def sanitize_summary(summary: dict[str, Any] | None) -> dict[str, Any]:
             break
         if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS:
             continue
+        kind = type(value)  # the common values first, without a call for each: _scalar's answer for them
+        if kind is str:
+            safe[key] = _text(value)
+            continue
+        if kind is int or kind is bool or value is None:
+            safe[key] = value
+            continue
         if isinstance(value, list | tuple):
             items = [_scalar(v) for v in value[:MAX_LIST_ITEMS]]
             if all(kept for kept, _ in items):

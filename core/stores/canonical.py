@@ -24,9 +24,10 @@ DEFAULT_TTL_S = 6 * 3600
 T = TypeVar("T")
 
 
-def _split(record: CanonicalRecord) -> tuple[str, str | None]:
-    """The record without its raw result, and the raw result: stored apart so reads that don't need it stay small."""
-    raw = record.raw_result.model_dump_json() if record.raw_result is not None else None
+def _split(record: CanonicalRecord, raw_json: str | None = None) -> tuple[str, str | None]:
+    """The record without its raw result, and the raw result: stored apart so reads that don't need it stay small.
+    `raw_json`: the raw result's model_dump_json() when the caller already has it."""
+    raw = None if record.raw_result is None else raw_json or record.raw_result.model_dump_json()
     return record.model_dump_json(exclude={"raw_result"}), raw
 
 
@@ -116,12 +117,16 @@ class InMemoryCanonicalStore:
 
     async def put(self, record: CanonicalRecord) -> None:
         """Create or replace a record (with the store's TTL)."""
+        await self.put_dumped(record, None)
+
+    async def put_dumped(self, record: CanonicalRecord, raw_json: str | None) -> None:
+        """put, with the raw result's JSON when the caller already has it (ports.DumpedPuts)."""
         key = (record.run_id, record.tool_call_id)
         order = self._order.setdefault(record.run_id, [])
         if record.tool_call_id not in order:
             order.append(record.tool_call_id)
         self._reserved.setdefault(record.run_id, set()).add(record.tool_call_id)
-        self._records[key] = (self._clock() + self._ttl_s, *_split(record))
+        self._records[key] = (self._clock() + self._ttl_s, *_split(record, raw_json))
 
     async def get_many(
         self, run_id: str, tool_call_ids: Sequence[str], *, with_raw: bool = False
@@ -236,16 +241,20 @@ class RedisCanonicalStore:
                                                             args=[tool_call_id, self._ttl_s]))
         return int(added) == 1
 
-    def _put_parts(self, record: CanonicalRecord) -> tuple[list[str], list[str | int]]:
+    def _put_parts(self, record: CanonicalRecord, raw_json: str | None = None) -> tuple[list[str], list[str | int]]:
         run_id, call_id = record.run_id, record.tool_call_id
-        data, raw = _split(record)
+        data, raw = _split(record, raw_json)
         keys = [self.record_key(run_id, call_id), self.raw_key(run_id, call_id), self._ids_key(run_id),
                 self._order_key(run_id)]
         return keys, [data, raw or "", call_id, repr(record.started_at.timestamp()), self._ttl_s]
 
     async def put(self, record: CanonicalRecord) -> None:
         """Write the record with the TTL and index it in call order, atomically (one script)."""
-        keys, args = self._put_parts(record)
+        await self.put_dumped(record, None)
+
+    async def put_dumped(self, record: CanonicalRecord, raw_json: str | None) -> None:
+        """put, with the raw result's JSON when the caller already has it (ports.DumpedPuts)."""
+        keys, args = self._put_parts(record, raw_json)
         await self._call(lambda: self._put(keys=keys, args=args))
 
     async def reserve_pending(self, record: CanonicalRecord) -> bool:
