@@ -82,7 +82,7 @@ def _unit_quantity(match: re.Match[str], value: float, tol: float, text: str) ->
     return None
 
 
-_RE_FOLDS = str.maketrans({"ſ": "s", "ı": "i", "İ": "i", "\u212a": "k"})
+_RE_FOLDS = MappingProxyType(str.maketrans({"ſ": "s", "ı": "i", "İ": "i", "\u212a": "k"}))
 """Letters that re's IGNORECASE matches to an ASCII letter of a unit while str.lower() keeps them apart (long s,
 dotless i, capital I with dot, the Kelvin sign): '12 per ſec' is the pattern's '12 per sec'."""
 
