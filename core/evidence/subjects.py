@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from core.evidence.redaction import Redactor
 
@@ -41,6 +41,7 @@ def flat(text: Any) -> str:
     return _REDACTOR.redact(_SPACE.sub(" ", str(text)).strip())
 
 
+K = TypeVar("K")
 _MEMO_ENTRIES = 2048
 _MEMO_TEXT_CHARS = 1024
 
@@ -59,6 +60,15 @@ class _Remembered:
 _MEMO = _Remembered()
 
 
+def _remember(memo: dict[K, str], key: K, answer: str) -> str:
+    """`answer` kept under `key` in a bounded memo (emptied when full; atomic, so projection threads and the loop
+    may share it)."""
+    if len(memo) >= _MEMO_ENTRIES:
+        memo.clear()
+    memo[key] = answer
+    return answer
+
+
 def shorten(text: Any, limit: int) -> str:
     """Collapse whitespace, redact secrets and cut to `limit` characters at a token boundary, with a marker.
 
@@ -67,15 +77,8 @@ def shorten(text: Any, limit: int) -> str:
     that the cut could fall short of it. What lies past the window is never shown, so a secret cut by the window's
     edge is beyond the cut too."""
     if type(text) is str and len(text) <= _MEMO_TEXT_CHARS:
-        key = (text, limit)
-        shortened = _MEMO.shortened
-        known = shortened.get(key)
-        if known is None:
-            known = _shorten(text, limit)
-            if len(shortened) >= _MEMO_ENTRIES:
-                shortened.clear()  # atomic: projection threads and the loop may share the memo
-            shortened[key] = known
-        return known
+        known = _MEMO.shortened.get((text, limit))
+        return known if known is not None else _remember(_MEMO.shortened, (text, limit), _shorten(text, limit))
     return _shorten(text, limit)
 
 
@@ -138,15 +141,8 @@ def window_text(start: Any, end: Any) -> str:
 def short_window(start: Any, end: Any) -> str:
     """'22:30-23:30 UTC' (same day; an en dash in the text) or '' when the window is not known yet."""
     if type(start) is str and type(end) is str and len(start) <= 64 and len(end) <= 64:
-        key = (start, end)
-        windows = _MEMO.windows
-        known = windows.get(key)
-        if known is None:
-            known = _short_window(start, end)
-            if len(windows) >= _MEMO_ENTRIES:
-                windows.clear()
-            windows[key] = known
-        return known
+        known = _MEMO.windows.get((start, end))
+        return known if known is not None else _remember(_MEMO.windows, (start, end), _short_window(start, end))
     return _short_window(start, end)
 
 

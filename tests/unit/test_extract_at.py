@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core.guard.quantities.extract import _quantity, extract_at
+from core.guard.quantities.extract import _quantity, extract_at, three_spaces_back
 from core.guard.quantities.model import Quantity
 from core.guard.quantities.tokens import scan
 
@@ -20,14 +20,7 @@ _PIECES = st.sampled_from([
 
 
 def _from_three_spaces_back(text: str, offset: int) -> list[Quantity] | str:
-    start = offset
-    for _ in range(3):
-        space = text.rfind(" ", 0, start)
-        if space < 0:
-            start = 0
-            break
-        start = space
-    start = start + 1 if start > 0 or text[:1] == " " else 0
+    start = three_spaces_back(text, offset)
     try:
         for match in scan(text, start):
             if match.end() > offset:

@@ -114,10 +114,8 @@ a letter follows it (scan takes a word right after its start as a possible month
 never is)."""
 
 
-def extract_at(text: str, offset: int) -> list[Quantity]:
-    """The quantity of `text` whose token covers `offset` (empty when none), as extract(text, words=False) would
-    find it, reading only a few words around it: no token spans more than three spaces before its digits, nor
-    holds a separator (`=`, a bracket, a quote: `idle=0` is read from its `0`)."""
+def three_spaces_back(text: str, offset: int) -> int:
+    """Where the word three spaces before `offset` starts (0 when there are fewer): no token reaches further back."""
     start = offset
     for _ in range(3):
         space = text.rfind(" ", 0, start)
@@ -125,7 +123,14 @@ def extract_at(text: str, offset: int) -> list[Quantity]:
             start = 0
             break
         start = space
-    start = start + 1 if start > 0 or text[:1] == " " else 0
+    return start + 1 if start > 0 or text[:1] == " " else 0
+
+
+def extract_at(text: str, offset: int) -> list[Quantity]:
+    """The quantity of `text` whose token covers `offset` (empty when none), as extract(text, words=False) would
+    find it, reading only a few words around it: no token spans more than three spaces before its digits, nor
+    holds a separator (`=`, a bracket, a quote: `idle=0` is read from its `0`)."""
+    start = three_spaces_back(text, offset)
     separated = _LAST_SEPARATOR.match(text, start, offset)
     if separated is not None and not text[separated.end() : separated.end() + 1].isalpha():
         start = separated.end()  # (after a letter a month name could start there: `(Nov 3` is not read as a date)
