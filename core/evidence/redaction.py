@@ -116,8 +116,10 @@ def _whole_match(data: bytes, match: tuple[int, int], lead: int) -> bytes:
 
 
 def _allowed(data: bytes, match: tuple[int, int], rule: SecretRule, raw: bytes) -> bool:
-    if rule.entropy and shannon_entropy(raw.decode("utf-8", "replace")) <= rule.entropy:
-        return True
+    if rule.entropy:
+        text = raw.decode("utf-8", "replace")
+        if shannon_entropy(text) <= rule.entropy_floor(len(text)):
+            return True
     if rule.words_only and is_identifier(raw.decode("utf-8", "replace")):
         return True
     if not rule.allowlists:
