@@ -630,11 +630,16 @@ def main() -> None:
         asyncio.run(serve_model(args.delay))
         return
     if args.serve_worker:
-        loop_run = asyncio.run
-        if os.environ.get("BENCH_LOOP") == "uvloop":
-            import uvloop
-            loop_run = uvloop.run
-        loop_run(serve_worker(args.delay, args.worker_concurrency, args.redis_prefix, args.redis_url, args.stores))
+        # the loop `diagbot worker` runs (DIAG_EVENT_LOOP, default auto: uvloop when installed); BENCH_LOOP=asyncio
+        # or uvloop for an A B of the two (trees before core.runtime.run_loop ran asyncio's)
+        choice = os.environ.get("BENCH_LOOP") or os.environ.get("DIAG_EVENT_LOOP") or "auto"
+        try:
+            from core.runtime import event_loop, run_loop
+        except ImportError:
+            asyncio.run(serve_worker(args.delay, args.worker_concurrency, args.redis_prefix, args.redis_url, args.stores))
+        else:
+            run_loop(serve_worker(args.delay, args.worker_concurrency, args.redis_prefix, args.redis_url, args.stores),
+                     event_loop(choice))  # type: ignore[arg-type]
         return
     if args.against is not None:
         side_by_side([SRC, args.against.resolve()], args)

@@ -38,6 +38,7 @@ from bot.health import Readiness, healthz
 from bot.metering import ack_timer, add_metrics_route
 from bot.request_guard import request_guard
 from core.observability.metrics import Metrics
+from core.runtime import run_loop, running_loop_kind
 
 log = logging.getLogger(__name__)
 
@@ -174,10 +175,11 @@ class IngressThread:
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._main, name="slack-ingress", daemon=True)
         self._switch_interval: float | None = None
+        self._loop_kind = "asyncio"
         self.port = 0
 
     def _main(self) -> None:
-        asyncio.run(self._serve())
+        run_loop(self._serve(), self._loop_kind)  # the loop kind of the thread that started it (DIAG_EVENT_LOOP)
 
     async def _serve(self) -> None:
         self._loop = asyncio.get_running_loop()
@@ -203,6 +205,7 @@ class IngressThread:
 
     async def start(self) -> int:
         """Start serving; the port it listens on (raises what binding raised)."""
+        self._loop_kind = running_loop_kind()
         self._switch_interval = sys.getswitchinterval()
         sys.setswitchinterval(min(self._switch_interval, SWITCH_INTERVAL_S))
         self._thread.start()

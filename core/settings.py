@@ -119,6 +119,9 @@ class Settings(BaseSettings):
     diag_allow_guests: bool = False
     # Logs: `text` (one human line) or `json` (one object per line with run_id and session).
     diag_log_format: Literal["text", "json"] = "text"
+    # The event loop of every diagbot process and of the Slack ingress thread (core/runtime.py): `auto` is uvloop
+    # when it is installed, else asyncio's own.
+    diag_event_loop: Literal["auto", "asyncio", "uvloop"] = "auto"
 
     # Tunables beyond SPEC §11 (all optional).
     diag_projection_max_bytes: int = 8 * 1024

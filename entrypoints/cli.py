@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import logging
@@ -22,6 +21,7 @@ from core.contracts.run import SessionKey, Turn
 from core.errors import StoreUnavailable
 from core.observability.log_setup import configure_logging
 from core.run import RunContext
+from core.runtime import event_loop, run_loop
 from core.settings import Settings
 from core.tools.contract import Tool
 from core.tools.registry import current_registry
@@ -239,7 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(logging.INFO if args.verbose or args.command in ("serve", "worker") else logging.WARNING,
                       settings.diag_log_format)
     try:
-        return asyncio.run(_dispatch(parser, args, rest, settings))
+        loop = event_loop(settings.diag_event_loop)
+        if args.command in ("serve", "worker"):
+            logging.getLogger(__name__).info("event loop: %s", loop)
+        return run_loop(_dispatch(parser, args, rest, settings), loop)
     except ModelNotConfigured as exc:
         print(f"diagbot: {exc}", file=sys.stderr)
         return EXIT_USAGE
