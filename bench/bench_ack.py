@@ -53,7 +53,7 @@ from core.contracts.release import FailureCause, Outcome, ReleaseOutcome
 from core.contracts.run import RunRecord, TimelineEvent, Turn
 from core.ports import ProgressSink
 from core.queue.redis_streams import RedisJobQueue
-from core.runtime import tune_gc
+from core.runtime import event_loop, run_loop, tune_gc
 from core.settings import Settings
 from core.stores.kv import InMemoryKV
 from core.stores.redis_client import redis_client_from_url
@@ -224,7 +224,12 @@ def serve_app(kind: str, slack_url: str, redis_url: str, cpu_ms: float, port_que
         port_queue.put(await IngressThread(build, "127.0.0.1", 0).start())
         await asyncio.Event().wait()
 
-    asyncio.run(run())
+    run_loop(run(), bench_loop())  # every app on the loop `diagbot serve` runs, so only the adapter differs
+
+
+def bench_loop() -> str:
+    """The loop the apps run on: DIAG_EVENT_LOOP's (auto: uvloop when installed), or BENCH_LOOP for an A B."""
+    return event_loop(os.environ.get("BENCH_LOOP") or os.environ.get("DIAG_EVENT_LOOP") or "auto")  # type: ignore[arg-type]
 
 
 async def cpu_only(_: web.Request) -> web.Response:
@@ -352,7 +357,7 @@ async def main() -> None:
             proc.join()
     print(f"{MEASURED} requests per app and load; every request starts one more long run in diagbot (events-only: "
           f"one more queued turn); load average {os.getloadavg()[0]:.2f} (2 cores, shared); CPU-bound work per run: "
-          f"{args.run_cpu_ms:g} ms")
+          f"{args.run_cpu_ms:g} ms; event loop of every app: {bench_loop()}")
     ratios = show(f"paced {RATE}/s, {ROUNDS} alternating rounds, 200-600 runs in flight", paced_ms)
     show(f"saturated, {CONCURRENCY} concurrent (throughput-bound: includes each run's Slack posts), 600-1000 in "
          f"flight", saturated_ms)
