@@ -116,12 +116,12 @@ def _whole_match(data: bytes, match: tuple[int, int], lead: int) -> bytes:
 
 
 def _allowed(data: bytes, match: tuple[int, int], rule: SecretRule, raw: bytes) -> bool:
-    if rule.entropy:
+    if rule.entropy or rule.words_only:
         text = raw.decode("utf-8", "replace")
-        if shannon_entropy(text) <= rule.entropy_floor(len(text)):
+        if rule.entropy and shannon_entropy(text) <= rule.entropy_floor(len(text)):
             return True
-    if rule.words_only and is_identifier(raw.decode("utf-8", "replace")):
-        return True
+        if rule.words_only and is_identifier(text):
+            return True
     if not rule.allowlists:
         return False
     if not rule.allowlists_see_context:

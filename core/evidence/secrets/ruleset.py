@@ -32,9 +32,9 @@ _GITLEAKS_TERMINATOR = r"""(?:[\x60'"\s;]|\\[nr]|$)"""
 _LAZY_NAME = r"(?i)[\w.-]{0,50}?"
 _LAZY_NAME_CHARS = 50
 _MAX_MEM = 32 << 20
+"""RE2 memory per regex (DFA cache): beyond it RE2 falls back to its NFA, still linear, never wrong."""
 _ENTROPY_MARGIN = 1.2
 """Bits below log2(length) where a length-scaled entropy floor sits (SecretRule.entropy_floor)."""
-"""RE2 memory per regex (DFA cache): beyond it RE2 falls back to its NFA, still linear, never wrong."""
 
 
 class Regex(Protocol):
