@@ -236,7 +236,9 @@ class BlockActions(_Interaction):
 class ViewSubmission(_Interaction):
     type: Literal["view_submission"]
     view: View
-    response_urls: list[ResponseUrl] | None = None
+    # an array, empty when the modal has no response_url_enabled input (Slack's view_submission reference shows
+    # "response_urls": []); never null: Bolt takes its len()
+    response_urls: list[ResponseUrl] = Field(default_factory=list)
 
 
 class ViewClosed(_Interaction):
@@ -278,7 +280,7 @@ class AnyPayload(_Shape):
     authorizations: list[Authorization] | None = None
     actions: list[dict[str, Any]] | None = None
     response_url: Url | None = None
-    response_urls: list[ResponseUrl] | None = None
+    response_urls: list[ResponseUrl] = Field(default_factory=list)  # as ViewSubmission's: never null
     view: View | None = None
     message: Message | None = None
 

@@ -167,6 +167,17 @@ def _paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
     return found
 
 
+def test_a_null_response_urls_is_refused() -> None:
+    """CI's hypothesis draw of 2026-12-05: a view_submission whose `response_urls` is null passed the check, and
+    Bolt's build_context took its len(). Slack documents an array (empty when no input has response_url_enabled)."""
+    case = next(c for c in DOCUMENTED if c.body.get("type") == "view_submission" and c.encoding != "form")
+    body = case.filled(response_url="https://hooks.slack.com/actions/T1/1/x", run_id=RUN_ID)
+    body["response_urls"] = None
+    assert body_problem(encode(body, case.encoding).encode(), case.content_type) is not None
+    body["response_urls"] = []
+    assert body_problem(encode(body, case.encoding).encode(), case.content_type) is None
+
+
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_whatever_passes_the_shape_check_bolt_can_read(data: st.DataObject) -> None:
